@@ -1,0 +1,219 @@
+"""``ragproof.yaml``: pydantic models and loading with one-line errors.
+
+All keys are optional except ``dataset`` and ``adapter``. Unknown keys are rejected with
+their dotted path. ``RAGPROOF_*`` environment variables (metrics.md) override the judge
+section; they are applied by :func:`load_config` from an explicit mapping, never read here
+from the process environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gate.errors import UsageError, pydantic_message
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class AdapterConfig(StrictModel):
+    type: Literal["python", "http", "command", "replay"]
+    # python: "module:attr" naming an object, a class or a zero-argument factory
+    target: str | None = None
+    # http: POST {url}{retrieve_path} and {url}{answer_path}
+    url: str | None = None
+    retrieve_path: str | None = "/retrieve"
+    answer_path: str | None = "/answer"
+    headers: dict[str, str] = Field(default_factory=dict)
+    # header name -> environment variable holding its value (kept out of the config file)
+    headers_from_env: dict[str, str] = Field(default_factory=dict)
+    # command: long-lived process speaking JSON lines on stdin/stdout
+    command: list[str] | None = None
+    env_passthrough: list[str] = Field(default_factory=list)
+    # replay: recorded outputs keyed by case id
+    path: str | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    retries: int = Field(default=2, ge=0, le=20)
+    max_response_bytes: int = Field(default=10_000_000, gt=0)
+
+    @model_validator(mode="after")
+    def _required_per_type(self) -> AdapterConfig:
+        needed = {"python": "target", "http": "url", "command": "command", "replay": "path"}[self.type]
+        if not getattr(self, needed):
+            raise ValueError(f"adapter.type {self.type!r} needs adapter.{needed}")
+        return self
+
+
+class RunConfig(StrictModel):
+    k: int = Field(default=5, ge=1, le=10_000)
+    source_match: Literal["chunk", "document", "substring"] = "chunk"
+    # "all" or a list of metric names (see `ragproof report --list-metrics` / docs/metrics.md)
+    metrics: Literal["all"] | list[str] = "all"
+    # graded nDCG gain: linear (g, as trec_eval) or exp2 (2^g - 1)
+    ndcg_gain: Literal["linear", "exp2"] = "linear"
+    numeric_tolerance: float = Field(default=0.01, ge=0)
+    # SQLite store (per-case results for resume, judge cache)
+    store: str = ".ragproof/store.sqlite"
+
+
+class JudgeConfig(StrictModel):
+    provider: Literal["openai", "anthropic"] = "openai"
+    model: str | None = None  # RAGPROOF_JUDGE_MODEL
+    base_url: str | None = None  # RAGPROOF_JUDGE_BASE_URL
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    timeout_s: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=2, ge=0, le=20)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    input_cost_per_mtok: float | None = None  # RAGPROOF_JUDGE_INPUT_COST_PER_MTOK
+    output_cost_per_mtok: float | None = None  # RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK
+    max_cost_usd: float | None = None  # RAGPROOF_MAX_COST_USD
+    cache: bool = True
+
+
+class GateMetricConfig(StrictModel):
+    margin: float | None = Field(default=None, ge=0)
+    min: float | None = None
+    gate: bool = True
+
+
+class GateConfig(StrictModel):
+    margin: float = Field(default=0.02, ge=0)
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    resamples: int = Field(default=10_000, ge=100, le=1_000_000)
+    seed: int = 0
+    min_pairs: int = Field(default=10, ge=1)
+    interval: Literal["percentile", "bca"] = "percentile"
+    # slice dimensions shown in reports: "kind", "tags", or "tags:NAME" / "metadata.FIELD"
+    slices: list[str] = Field(default_factory=lambda: ["kind", "tags"])
+    # slice dimensions that gate (default: all shown ones)
+    gate_slices: list[str] | None = None
+    # case field whose values form clusters for the bootstrap, e.g. metadata.document_id
+    cluster_by: str | None = None
+    family_wise: bool = False
+    fail_on: Literal["block", "review", "never"] = "block"
+    # metrics that gate: "all" gates every scored, non-diagnostic metric
+    include: Literal["all"] | list[str] = "all"
+    metrics: dict[str, GateMetricConfig] = Field(default_factory=dict)
+
+
+class CalibrationConfig(StrictModel):
+    fixtures: str | None = None  # default: the bundled gate/judge/fixtures
+    min_exact: float = Field(default=0.70, ge=0, le=1)
+    min_within_band: float = Field(default=0.90, ge=0, le=1)
+
+
+class CompositeConfig(StrictModel):
+    # metric name -> weight (renormalised over the components defined for a case)
+    weights: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("weights")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, w in v.items():
+            if w <= 0:
+                raise ValueError(f"weight of {name} must be > 0")
+        return v
+
+
+class Config(StrictModel):
+    version: Literal[1] = 1
+    dataset: str
+    dataset_version: str | None = None
+    adapter: AdapterConfig
+    run: RunConfig = Field(default_factory=RunConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
+    composite: CompositeConfig | None = None
+
+    # Where the file was loaded from; relative paths in the config resolve against it.
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the config, resolved against the config file's directory."""
+        p = Path(relative)
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    def config_hash(self) -> str:
+        """sha256 of the settings that change scores (run, adapter type/target, judge model)."""
+        material = {
+            "run": self.run.model_dump(mode="json", exclude={"store"}),
+            "adapter": {"type": self.adapter.type},
+            "judge": {"model": self.judge.model, "provider": self.judge.provider},
+            "composite": self.composite.model_dump(mode="json") if self.composite else None,
+        }
+        blob = json.dumps(material, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+# RAGPROOF_* variable -> (section, key, type)
+ENV_OVERRIDES: dict[str, tuple[str, str, type]] = {
+    "RAGPROOF_JUDGE_MODEL": ("judge", "model", str),
+    "RAGPROOF_JUDGE_BASE_URL": ("judge", "base_url", str),
+    "RAGPROOF_JUDGE_PROVIDER": ("judge", "provider", str),
+    "RAGPROOF_JUDGE_API_KEY_ENV": ("judge", "api_key_env", str),
+    "RAGPROOF_JUDGE_INPUT_COST_PER_MTOK": ("judge", "input_cost_per_mtok", float),
+    "RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK": ("judge", "output_cost_per_mtok", float),
+    "RAGPROOF_MAX_COST_USD": ("judge", "max_cost_usd", float),
+}
+
+
+def apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """Return ``data`` with RAGPROOF_* overrides applied (empty values are ignored)."""
+    for var, (section, key, typ) in ENV_OVERRIDES.items():
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue
+        try:
+            value = typ(raw.strip())
+        except ValueError:
+            raise UsageError(f"environment variable {var}: expected a {typ.__name__}, got {raw!r}") from None
+        sec = data.setdefault(section, {})
+        if not isinstance(sec, dict):
+            raise UsageError(f"config key {section}: expected a mapping")
+        sec[key] = value
+    return data
+
+
+def parse_config(data: Any, source: str | Path, env: Mapping[str, str] | None = None) -> Config:
+    """Validate already-parsed YAML/JSON data as a config."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{source}: expected a mapping at the top level")
+    data = apply_env_overrides(dict(data), env or {})
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(f"{source}: {pydantic_message(exc)}") from None
+    cfg.base_dir = Path(source).parent if str(source) not in {"", "-"} else Path(".")
+    return cfg
+
+
+def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
+    """Load and validate ``ragproof.yaml``. Raises UsageError with one clear line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{p}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{p}: cannot read config: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise UsageError(f"{p}{where}: {problem}") from None
+    if data is None:
+        raise UsageError(f"{p}: config file is empty; expected at least 'dataset' and 'adapter'")
+    return parse_config(data, p, env)

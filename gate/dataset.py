@@ -1,0 +1,162 @@
+"""Evaluation cases: the model, loading JSONL/YAML with located errors, and the dataset hash.
+
+The dataset sha256 is computed over the canonical content: every case validated, dumped with
+defaults filled in, keys sorted, compact separators, in file order. Reformatting a file
+(whitespace, key order, JSONL vs YAML) leaves it unchanged; changing any value changes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gate.errors import DataError, pydantic_message
+
+CaseKind = Literal["qa", "unanswerable", "injection"]
+CASE_KINDS: tuple[str, ...] = ("qa", "unanswerable", "injection")
+
+
+class Case(BaseModel):
+    """One evaluation case. Unknown fields are rejected to catch typos like ``expected_source_id``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1)
+    question: str = Field(min_length=1)
+    kind: CaseKind = "qa"
+    expected_source_ids: list[str] = Field(default_factory=list)
+    expected_answer: str | None = None
+    adversarial_payload: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # graded relevance: source id -> grade (> 0 relevant); enables graded nDCG
+    relevance: dict[str, float] | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_is_string(cls, v: Any) -> Any:
+        # Integers are common in hand-written files; accept them as their decimal string.
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)
+        return v
+
+    def tag_values(self) -> list[str]:
+        return list(self.tags)
+
+    def field_value(self, dotted: str) -> Any:
+        """Value of a dotted case field such as ``kind`` or ``metadata.document_id`` (None if absent)."""
+        head, _, rest = dotted.partition(".")
+        value: Any = getattr(self, head, None) if head != "metadata" else self.metadata
+        for part in rest.split(".") if rest else ():
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+
+@dataclass(frozen=True)
+class Dataset:
+    path: str
+    cases: tuple[Case, ...]
+    sha256: str
+    version: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def by_id(self) -> dict[str, Case]:
+        return {c.id: c for c in self.cases}
+
+
+def canonical_case_json(case: Case) -> str:
+    return json.dumps(case.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def dataset_sha256(cases: tuple[Case, ...] | list[Case]) -> str:
+    h = hashlib.sha256()
+    for case in cases:
+        h.update(canonical_case_json(case).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _validate_case(raw: Any, where: str) -> Case:
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: expected a JSON object with 'id' and 'question', got {type(raw).__name__}")
+    try:
+        return Case.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(f"{where}: {pydantic_message(exc)}") from None
+
+
+def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:
+    records = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((json.loads(line), f"{path}:{lineno}"))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+    return records
+
+
+def _read_yaml(path: Path, text: str) -> tuple[list[tuple[Any, str]], str | None]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise DataError(f"{path}{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
+    version = None
+    if isinstance(data, dict):
+        version = data.get("version")
+        data = data.get("cases")
+        if data is None:
+            raise DataError(f"{path}: expected a list of cases or a mapping with a 'cases' list")
+    if not isinstance(data, list):
+        raise DataError(f"{path}: expected a list of cases")
+    # YAML gives no per-item line numbers after parsing; name the item index instead.
+    return [(item, f"{path}: case #{i + 1}") for i, item in enumerate(data)], (
+        str(version) if version is not None else None
+    )
+
+
+def parse_cases(records: list[tuple[Any, str]]) -> tuple[Case, ...]:
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for raw, where in records:
+        case = _validate_case(raw, where)
+        if case.id in seen:
+            raise DataError(f"{where}: id: duplicate case id {case.id!r} (first at {seen[case.id]})")
+        seen[case.id] = where
+        cases.append(case)
+    return tuple(cases)
+
+
+def load_dataset(path: str | Path, version: str | None = None) -> Dataset:
+    """Load a dataset from ``.jsonl`` (one case a line) or ``.yaml``/``.yml``/``.json`` (a list).
+
+    Raises DataError naming the file and line (JSONL) or item (YAML) and what was expected.
+    An empty dataset is an error: a gate over zero cases decides nothing.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{p}: dataset file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{p}: cannot read dataset: {exc}") from None
+    file_version = None
+    if p.suffix.lower() in {".yaml", ".yml", ".json"}:
+        records, file_version = _read_yaml(p, text)
+    else:
+        records = _read_jsonl(p, text)
+    cases = parse_cases(records)
+    if not cases:
+        raise DataError(f"{p}: dataset has no cases")
+    return Dataset(path=str(path), cases=cases, sha256=dataset_sha256(cases), version=version or file_version)

@@ -1,0 +1,173 @@
+"""The metric registry: what each metric is, what it needs, and the shared skip rules.
+
+A metric is a function ``compute(case, output, ctx) -> MetricResult`` registered with
+:func:`metric`. Preconditions common to many metrics (case kind, retrieve(), an answer,
+expected ids, expected answer, a judge, a context) are checked here, once, in a fixed order,
+so every metric reports the same reason for the same missing input:
+
+1. case kind not in ``applies_to``      -> skipped, "applies to <kinds> cases only"
+2. ``retrieve`` needed, not exposed      -> skipped, "adapter does not expose retrieval"
+3. ``expected_source_ids`` needed, empty -> skipped, "case has no expected_source_ids"
+4. ``answer`` needed, none produced      -> skipped, "adapter produced no answer"
+5. ``expected_answer`` needed, none      -> skipped, "case has no expected_answer"
+6. ``context`` needed, none available    -> skipped, "no context: ..."
+7. ``judge`` needed, none configured     -> skipped, "no judge configured (set RAGPROOF_JUDGE_MODEL)"
+
+A metric that cannot be computed is skipped with a reason, never scored 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from gate.dataset import Case
+from gate.records import CaseOutput
+
+MetricStatus = Literal["scored", "skipped", "not_applicable", "judge_error"]
+MetricKind = Literal["deterministic", "heuristic", "judge"]
+Need = Literal["retrieve", "expected_source_ids", "answer", "expected_answer", "context", "judge"]
+
+REASON_NO_RETRIEVE = "adapter does not expose retrieval"
+REASON_NO_EXPECTED_IDS = "case has no expected_source_ids"
+REASON_NO_ANSWER = "adapter produced no answer"
+REASON_NO_EXPECTED_ANSWER = "case has no expected_answer"
+REASON_NO_CONTEXT = "no context: the answer has no retrieved_chunks and the adapter does not expose retrieval"
+REASON_NO_JUDGE = "no judge configured (set RAGPROOF_JUDGE_MODEL)"
+
+
+class MetricResult(BaseModel):
+    """One metric's result for one case (the ``metrics`` values of a row in rows.jsonl).
+
+    ``label`` carries the value of categorical metrics (e.g. ``diagnostics.failure_category``),
+    which are reported as a distribution and never averaged; their ``value`` is None.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: float | None = None
+    status: MetricStatus
+    reason: str | None = None
+    judge: dict[str, Any] | None = None
+    label: str | None = None
+
+    @classmethod
+    def scored(cls, value: float, judge: dict[str, Any] | None = None) -> MetricResult:
+        return cls(value=float(value), status="scored", judge=judge)
+
+    @classmethod
+    def skipped(cls, reason: str) -> MetricResult:
+        return cls(status="skipped", reason=reason)
+
+    @classmethod
+    def not_applicable(cls, reason: str, judge: dict[str, Any] | None = None) -> MetricResult:
+        return cls(status="not_applicable", reason=reason, judge=judge)
+
+    @classmethod
+    def judge_error(cls, reason: str, judge: dict[str, Any] | None = None) -> MetricResult:
+        return cls(status="judge_error", reason=reason, judge=judge)
+
+    @classmethod
+    def category(cls, label: str) -> MetricResult:
+        return cls(status="scored", label=label)
+
+
+@dataclass
+class ScoringContext:
+    """Run-wide scoring settings handed to every metric."""
+
+    k: int = 5
+    source_match: Literal["chunk", "document", "substring"] = "chunk"
+    ndcg_gain: Literal["linear", "exp2"] = "linear"
+    numeric_tolerance: float = 0.01
+    # A gate.judge client when a judge is configured, else None (judge metrics skip).
+    judge: Any | None = None
+    # Free-form extras for metrics that need run-level settings (e.g. composite weights).
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+ComputeFn = Callable[[Case, CaseOutput, ScoringContext], MetricResult]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    kind: MetricKind
+    higher_is_better: bool
+    applies_to: frozenset[str]
+    needs: frozenset[str]
+    compute: ComputeFn
+    description: str = ""
+    categorical: bool = False
+    # Diagnostics are shown but never gate by default.
+    gate_by_default: bool = True
+    # When a judge is configured, heuristic metrics may consult it (abstention/overrefusal).
+    uses_judge_when_available: bool = False
+
+    def check_preconditions(self, case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult | None:
+        """The skip result for the first unmet precondition, or None when the metric can run."""
+        if case.kind not in self.applies_to:
+            kinds = " and ".join(sorted(self.applies_to))
+            return MetricResult.skipped(f"applies to {kinds} cases only")
+        needs = self.needs
+        if "retrieve" in needs and (not output.supports_retrieve or output.retrieved is None):
+            return MetricResult.skipped(REASON_NO_RETRIEVE)
+        if "expected_source_ids" in needs and not case.expected_source_ids:
+            return MetricResult.skipped(REASON_NO_EXPECTED_IDS)
+        if "answer" in needs and output.answer is None:
+            return MetricResult.skipped(REASON_NO_ANSWER)
+        if "expected_answer" in needs and case.expected_answer is None:
+            return MetricResult.skipped(REASON_NO_EXPECTED_ANSWER)
+        if "context" in needs and output.context_chunks() is None:
+            return MetricResult.skipped(REASON_NO_CONTEXT)
+        if "judge" in needs and ctx.judge is None:
+            return MetricResult.skipped(REASON_NO_JUDGE)
+        return None
+
+    def score(self, case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
+        skip = self.check_preconditions(case, output, ctx)
+        if skip is not None:
+            return skip
+        return self.compute(case, output, ctx)
+
+
+REGISTRY: dict[str, MetricSpec] = {}
+
+ALL_KINDS = frozenset({"qa", "unanswerable", "injection"})
+
+
+def metric(
+    name: str,
+    *,
+    kind: MetricKind,
+    higher_is_better: bool = True,
+    applies_to: Iterable[str] = ALL_KINDS,
+    needs: Iterable[Need] = (),
+    description: str = "",
+    categorical: bool = False,
+    gate_by_default: bool = True,
+    uses_judge_when_available: bool = False,
+) -> Callable[[ComputeFn], ComputeFn]:
+    """Register ``compute`` under ``name``. Registering a name twice is a programming error."""
+
+    def register(fn: ComputeFn) -> ComputeFn:
+        if name in REGISTRY:
+            raise ValueError(f"metric {name!r} registered twice")
+        REGISTRY[name] = MetricSpec(
+            name=name,
+            kind=kind,
+            higher_is_better=higher_is_better,
+            applies_to=frozenset(applies_to),
+            needs=frozenset(needs),
+            compute=fn,
+            description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            categorical=categorical,
+            gate_by_default=gate_by_default and not categorical,
+            uses_judge_when_available=uses_judge_when_available,
+        )
+        return fn
+
+    return register
