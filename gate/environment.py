@@ -34,7 +34,9 @@ class Environment:
 
     @property
     def is_ci(self) -> bool:
-        return self.variables.get("CI", "").lower() in {"1", "true", "yes"} or "GITHUB_ACTIONS" in self.variables
+        return (
+            self.variables.get("CI", "").lower() in {"1", "true", "yes"} or "GITHUB_ACTIONS" in self.variables
+        )
 
     def ragproof_settings(self) -> dict[str, str]:
         """All ``RAGPROOF_*`` variables."""
