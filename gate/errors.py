@@ -82,3 +82,15 @@ class BudgetExceeded(RagproofError):
     """RAGPROOF_MAX_COST_USD would be exceeded by the next judge call: the run stops gracefully."""
 
     exit_code = EXIT_BUDGET
+
+
+class JudgeError(Exception):
+    """A judge call that produced no usable verdict (transport failure or two invalid replies).
+
+    Not a command-ending error: the metric that asked is marked ``judge_error`` for the case,
+    with ``str(err)`` as the reason and ``judge`` (raw replies, call count) kept in the row.
+    """
+
+    def __init__(self, message: str, judge: dict | None = None) -> None:
+        super().__init__(" ".join(message.split()))
+        self.judge = judge or {}
