@@ -78,6 +78,12 @@ class JudgeConfig(StrictModel):
     output_cost_per_mtok: float | None = None  # RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK
     max_cost_usd: float | None = None  # RAGPROOF_MAX_COST_USD
     cache: bool = True
+    # Judge cache database; default: the run store (run.store). A separate path lets a
+    # workflow keep only the cache between jobs (actions/cache).
+    cache_path: str | None = None
+    # OpenAI-compatible structured output: json_object (widest support), json_schema, or none
+    response_format: Literal["json_object", "json_schema", "none"] = "json_object"
+    max_output_tokens: int = Field(default=1024, ge=16, le=100_000)
 
 
 class GateMetricConfig(StrictModel):
