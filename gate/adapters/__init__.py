@@ -1,0 +1,72 @@
+"""Adapters: how a pipeline is called (``python``, ``http``, ``command``, ``replay``).
+
+:func:`build_adapter` turns ``config.adapter`` into an :class:`~gate.adapters.base.Adapter`.
+Configuration problems (a module that does not import, a missing header variable) raise
+UsageError here, before any case runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
+from gate.adapters.secrets import is_withheld, pipeline_environment
+from gate.config import Config
+from gate.environment import Environment
+from gate.errors import UsageError
+
+STDERR_LOG_NAME = "adapter-stderr.log"
+
+
+def http_headers(config: Config, env: Environment) -> dict[str, str]:
+    """Static headers plus those whose values come from environment variables."""
+    adapter = config.adapter
+    headers = dict(adapter.headers)
+    for header, variable in adapter.headers_from_env.items():
+        if is_withheld(variable, config.judge.api_key_env) and variable not in adapter.env_passthrough:
+            raise UsageError(
+                f"adapter.headers_from_env.{header}: {variable} is withheld from the pipeline; "
+                "list it in adapter.env_passthrough to send it anyway"
+            )
+        value = env.get(variable)
+        if value is None:
+            raise UsageError(f"adapter.headers_from_env.{header}: environment variable {variable} is not set")
+        headers[header] = value
+    return headers
+
+
+def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
+    """The adapter for ``config.adapter``; the command adapter's stderr goes to ``log_dir``."""
+    adapter = config.adapter
+    if adapter.type == "python":
+        from gate.adapters.python import PythonAdapter, load_pipeline
+
+        assert adapter.target is not None
+        search = [config.base_dir, env.cwd]
+        return PythonAdapter(load_pipeline(adapter.target, search), adapter.concurrency)
+    if adapter.type == "http":
+        from gate.adapters.http import HttpAdapter
+
+        return HttpAdapter(adapter, http_headers(config, env))
+    if adapter.type == "command":
+        from gate.adapters.command import CommandAdapter
+
+        assert adapter.command is not None
+        return CommandAdapter(
+            list(adapter.command),
+            cwd=env.cwd,
+            environment=pipeline_environment(
+                env.variables, config.judge.api_key_env, adapter.env_passthrough
+            ),
+            log_path=log_dir / STDERR_LOG_NAME,
+            retries=adapter.retries,
+            max_line_bytes=adapter.max_response_bytes,
+            methods=list(adapter.methods),
+        )
+    from gate.adapters.replay import ReplayAdapter, load_replay
+
+    assert adapter.path is not None
+    return ReplayAdapter(load_replay(config.resolve(adapter.path)))
+
+
+__all__ = ["Adapter", "AdapterError", "AdapterTimeout", "build_adapter", "http_headers"]

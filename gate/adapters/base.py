@@ -1,0 +1,122 @@
+"""The adapter interface: how one case reaches the pipeline and what comes back.
+
+A pipeline exposes ``retrieve(question, k)``, ``answer(question)`` or both. An adapter turns
+one case into a :class:`gate.records.CaseOutput` with ``supports_retrieve``/``supports_answer``
+set, or raises:
+
+- :class:`AdapterError`: the pipeline failed or sent something unusable (an ``adapter_error`` row);
+- :class:`AdapterTimeout`: no result in time (a ``timeout`` row).
+
+Results are validated with the pydantic models of :mod:`gate.records`. Accepted shapes:
+retrieve → a list of chunks or ``{"chunks": [...]}``; answer → ``{"text": ...}`` or a plain
+string (its text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gate.dataset import Case
+from gate.errors import pydantic_message
+from gate.records import Answer, CaseOutput, Chunk
+
+
+class AdapterError(Exception):
+    """The pipeline failed for this case; ``str(err)`` is recorded in the row's ``error``."""
+
+
+class AdapterTimeout(AdapterError):
+    """The pipeline did not answer within the time allowed."""
+
+
+def _plain(raw: Any) -> Any:
+    # Pipelines written against our own models may return them directly.
+    if isinstance(raw, BaseModel):
+        return raw.model_dump()
+    return raw
+
+
+def parse_chunks(raw: Any) -> list[Chunk]:
+    """Validate a retrieve() result: a list of chunks, or an object with a ``chunks`` list."""
+    raw = _plain(raw)
+    if isinstance(raw, dict) and "chunks" in raw:
+        raw = raw["chunks"]
+    if not isinstance(raw, list | tuple):
+        raise AdapterError(f"retrieve returned {type(raw).__name__}; expected a list of chunks")
+    chunks = []
+    for i, item in enumerate(raw):
+        try:
+            chunks.append(Chunk.model_validate(_plain(item)))
+        except ValidationError as exc:
+            raise AdapterError(f"retrieve result chunk #{i + 1}: {pydantic_message(exc)}") from None
+    return chunks
+
+
+def parse_answer(raw: Any) -> Answer:
+    """Validate an answer() result: ``{text, citations?, retrieved_chunks?}`` or a string."""
+    raw = _plain(raw)
+    if isinstance(raw, str):
+        raw = {"text": raw}
+    if not isinstance(raw, dict):
+        raise AdapterError(f"answer returned {type(raw).__name__}; expected an object with 'text'")
+    try:
+        return Answer.model_validate(raw)
+    except ValidationError as exc:
+        raise AdapterError(f"answer result: {pydantic_message(exc)}") from None
+
+
+class Adapter(ABC):
+    """Runs cases through a pipeline. Used from one event loop; ``run_case`` is called concurrently."""
+
+    supports_retrieve: bool = False
+    supports_answer: bool = False
+
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Acquire resources (connections, the subprocess) before the first case."""
+
+    @abstractmethod
+    async def run_case(self, case: Case, k: int) -> CaseOutput:
+        """The pipeline's output for ``case``; raises AdapterError / AdapterTimeout."""
+
+    async def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources; called once, also after an interrupted run."""
+
+
+class CallAdapter(Adapter):
+    """An adapter for a live pipeline with ``retrieve`` and/or ``answer`` calls.
+
+    Both calls of one case are made concurrently; if either fails the case fails (its
+    partial output is not scored, so a half-answered case never enters a mean).
+    """
+
+    async def retrieve(self, question: str, k: int) -> list[Chunk]:
+        raise NotImplementedError
+
+    async def answer(self, question: str) -> Answer:
+        raise NotImplementedError
+
+    async def run_case(self, case: Case, k: int) -> CaseOutput:
+        retrieved: list[Chunk] | None = None
+        answer: Answer | None = None
+        try:
+            async with asyncio.TaskGroup() as group:
+                r_task = (
+                    group.create_task(self.retrieve(case.question, k)) if self.supports_retrieve else None
+                )
+                a_task = group.create_task(self.answer(case.question)) if self.supports_answer else None
+        except* AdapterError as failures:
+            raise failures.exceptions[0] from None
+        if r_task is not None:
+            retrieved = r_task.result()
+        if a_task is not None:
+            answer = a_task.result()
+        return CaseOutput(
+            retrieved=retrieved,
+            answer=answer,
+            supports_retrieve=self.supports_retrieve,
+            supports_answer=self.supports_answer,
+        )

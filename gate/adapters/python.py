@@ -1,0 +1,113 @@
+"""The ``python`` adapter: a pipeline object in this process, named ``module:attr``.
+
+``attr`` may be an object with ``retrieve``/``answer`` methods, a class (instantiated without
+arguments) or a zero-argument factory (called once). Methods may be plain or ``async def``.
+The module is imported with the config file's directory and then the working directory at
+the front of ``sys.path``, so ``pipeline:make`` next to ``ragproof.yaml`` just works.
+
+Plain methods run in a thread pool as large as ``adapter.concurrency``. A plain call that
+overruns the per-case timeout is recorded as a timeout, but Python cannot stop the thread:
+it finishes in the background and its result is discarded.
+
+The pipeline runs inside ragproof's own process and can read everything the process can;
+run untrusted pipeline code with the ``command`` adapter, whose environment is scrubbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from gate.adapters.base import AdapterError, CallAdapter, parse_answer, parse_chunks
+from gate.errors import UsageError
+from gate.records import Answer, Chunk
+
+
+def _import_target(target: str, search_dirs: list[Path]) -> Any:
+    module_name, sep, attr_path = target.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise UsageError(f"adapter.target: expected 'module:attr', got {target!r}")
+    for directory in reversed(search_dirs):
+        entry = str(directory.resolve())
+        if entry in sys.path:
+            sys.path.remove(entry)
+        sys.path.insert(0, entry)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            dirs = ", ".join(str(d) for d in search_dirs)
+            raise UsageError(f"adapter.target: module {module_name!r} not found (searched {dirs})") from None
+        raise UsageError(f"adapter.target: importing {module_name!r} failed: {exc}") from None
+    except Exception as exc:
+        raise UsageError(
+            f"adapter.target: importing {module_name!r} failed: {type(exc).__name__}: {exc}"
+        ) from None
+    obj: Any = module
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise UsageError(f"adapter.target: {module_name!r} has no attribute {attr_path!r}") from None
+    return obj
+
+
+def _has_pipeline_methods(obj: Any) -> bool:
+    return callable(getattr(obj, "retrieve", None)) or callable(getattr(obj, "answer", None))
+
+
+def load_pipeline(target: str, search_dirs: list[Path]) -> Any:
+    """Import ``target`` and return the pipeline object (instantiating a class or factory)."""
+    obj = _import_target(target, search_dirs)
+    if inspect.isclass(obj) or (callable(obj) and not _has_pipeline_methods(obj)):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise UsageError(
+                f"adapter.target: calling {target!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
+    if not _has_pipeline_methods(obj):
+        raise UsageError(f"adapter.target: {target!r} has neither a retrieve nor an answer method")
+    return obj
+
+
+class PythonAdapter(CallAdapter):
+    def __init__(self, pipeline: Any, concurrency: int) -> None:
+        self._retrieve: Callable[..., Any] | None = getattr(pipeline, "retrieve", None)
+        self._answer: Callable[..., Any] | None = getattr(pipeline, "answer", None)
+        self.supports_retrieve = callable(self._retrieve)
+        self.supports_answer = callable(self._answer)
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="pipeline")
+
+    async def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+        try:
+            if inspect.iscoroutinefunction(method):
+                result = await method(*args)
+            else:
+                loop = asyncio.get_running_loop()
+                result = await loop.run_in_executor(self._pool, lambda: method(*args))
+                if inspect.isawaitable(result):
+                    result = await result
+        except AdapterError:
+            raise
+        except Exception as exc:
+            raise AdapterError(f"{method.__name__} raised {type(exc).__name__}: {exc}") from None
+        return result
+
+    async def retrieve(self, question: str, k: int) -> list[Chunk]:
+        assert self._retrieve is not None
+        return parse_chunks(await self._call(self._retrieve, question, k))
+
+    async def answer(self, question: str) -> Answer:
+        assert self._answer is not None
+        return parse_answer(await self._call(self._answer, question))
+
+    async def close(self) -> None:
+        # Threads stuck in a timed-out call are abandoned, not joined.
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,88 @@
+"""The ``replay`` adapter: recorded outputs from a JSONL file keyed by case id.
+
+Each line is ``{"id": case_id, "retrieved": [chunk...], "answer": {...}}``; either part may be
+absent (that case then does not expose retrieval, or produced no answer), and a line with
+``"error": "..."`` records an adapter failure for its case. A case with no line is an
+adapter error ("no recorded output"), never a silent skip. ``latency_ms`` may be recorded and
+is then reported as the case's latency.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gate.adapters.base import Adapter, AdapterError
+from gate.dataset import Case
+from gate.errors import DataError, pydantic_message
+from gate.records import Answer, CaseOutput, Chunk
+
+MAX_REPLAY_BYTES = 1_000_000_000
+
+
+class ReplayRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    retrieved: list[Chunk] | None = None
+    answer: Answer | None = None
+    error: str | None = None
+
+
+def load_replay(path: Path) -> dict[str, ReplayRecord]:
+    """Records by case id. DataError naming the file and line on malformed input or a duplicate id."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise DataError(f"{path}: replay file not found") from None
+    if size > MAX_REPLAY_BYTES:
+        raise DataError(f"{path}: replay file of {size} bytes exceeds the {MAX_REPLAY_BYTES} byte limit")
+    records: dict[str, ReplayRecord] = {}
+    first_line: dict[str, int] = {}
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(
+                    f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})"
+                ) from None
+            if isinstance(raw, dict) and isinstance(raw.get("id"), int) and not isinstance(raw["id"], bool):
+                raw["id"] = str(raw["id"])  # as the dataset accepts integer ids
+            try:
+                record = ReplayRecord.model_validate(raw)
+            except ValidationError as exc:
+                raise DataError(f"{path}:{lineno}: {pydantic_message(exc)}") from None
+            if record.id in records:
+                raise DataError(
+                    f"{path}:{lineno}: id: duplicate case id {record.id!r} (first at line {first_line[record.id]})"
+                )
+            records[record.id] = record
+            first_line[record.id] = lineno
+    return records
+
+
+class ReplayAdapter(Adapter):
+    def __init__(self, records: dict[str, ReplayRecord]) -> None:
+        self._records = records
+        self.supports_retrieve = any("retrieved" in r.model_fields_set for r in records.values())
+        self.supports_answer = any("answer" in r.model_fields_set for r in records.values())
+
+    async def run_case(self, case: Case, k: int) -> CaseOutput:
+        record = self._records.get(case.id)
+        if record is None:
+            raise AdapterError(f"no recorded output for case {case.id!r}")
+        if record.error is not None:
+            raise AdapterError(record.error)
+        has_retrieved = "retrieved" in record.model_fields_set and record.retrieved is not None
+        has_answer = "answer" in record.model_fields_set and record.answer is not None
+        return CaseOutput(
+            retrieved=record.retrieved if has_retrieved else None,
+            answer=record.answer if has_answer else None,
+            supports_retrieve=has_retrieved,
+            supports_answer=has_answer,
+        )

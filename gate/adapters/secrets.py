@@ -1,0 +1,34 @@
+"""Which environment variables the pipeline under test must never see.
+
+Code from a pull request is untrusted: the GitHub token, the Actions runtime tokens, the
+action's inputs (which may carry a token) and the judge's key and settings are withheld from
+the pipeline's process and from the headers the http adapter sends. A name listed in
+``adapter.env_passthrough`` is let through on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+SECRET_NAMES: frozenset[str] = frozenset({"GITHUB_TOKEN", "GH_TOKEN"})
+SECRET_PREFIXES: tuple[str, ...] = ("ACTIONS_", "INPUT_", "RAGPROOF_JUDGE_")
+
+
+def is_withheld(name: str, judge_key_env: str | None) -> bool:
+    """True when ``name`` is a variable the pipeline must not receive by default."""
+    upper = name.upper()
+    if upper in SECRET_NAMES or upper.startswith(SECRET_PREFIXES):
+        return True
+    return judge_key_env is not None and name == judge_key_env
+
+
+def pipeline_environment(
+    variables: Mapping[str, str], judge_key_env: str | None, passthrough: Iterable[str] = ()
+) -> dict[str, str]:
+    """``variables`` without the withheld names, except those in ``passthrough``."""
+    allowed = set(passthrough)
+    return {
+        name: value
+        for name, value in variables.items()
+        if name in allowed or not is_withheld(name, judge_key_env)
+    }
