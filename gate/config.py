@@ -35,6 +35,8 @@ class AdapterConfig(StrictModel):
     headers: dict[str, str] = Field(default_factory=dict)
     # header name -> environment variable holding its value (kept out of the config file)
     headers_from_env: dict[str, str] = Field(default_factory=dict)
+    # http/command: which calls the pipeline exposes (retrieval-only or answer-only pipelines)
+    methods: list[Literal["retrieve", "answer"]] = Field(default_factory=lambda: ["retrieve", "answer"], min_length=1)
     # command: long-lived process speaking JSON lines on stdin/stdout
     command: list[str] | None = None
     env_passthrough: list[str] = Field(default_factory=list)
@@ -43,6 +45,8 @@ class AdapterConfig(StrictModel):
     timeout_s: float = Field(default=60.0, gt=0)
     concurrency: int = Field(default=8, ge=1, le=1024)
     retries: int = Field(default=2, ge=0, le=20)
+    # first retry delay; doubles per attempt, plus random jitter (Retry-After wins when sent)
+    backoff_s: float = Field(default=0.5, ge=0, le=60)
     max_response_bytes: int = Field(default=10_000_000, gt=0)
 
     @model_validator(mode="after")
