@@ -93,6 +93,8 @@ class JudgeConfig(StrictModel):
 class GateMetricConfig(StrictModel):
     margin: float | None = Field(default=None, ge=0)
     min: float | None = None
+    # ceiling for the candidate's level (lower-is-better metrics, e.g. robustness.overrefusal)
+    max: float | None = None
     gate: bool = True
 
 
