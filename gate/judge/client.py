@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from gate.config import JudgeConfig
@@ -92,6 +93,14 @@ def _completion(
     return Completion(text, estimate_tokens(prompt), estimate_tokens(text), True)
 
 
+def _timed_out(exc: requests.exceptions.RequestException) -> bool:
+    """True for a read timeout, also when urllib3 wrapped it after exhausting its retries."""
+    if isinstance(exc, requests.exceptions.Timeout):
+        return True
+    reason = getattr(exc.args[0] if exc.args else None, "reason", None)
+    return isinstance(reason, ReadTimeoutError)
+
+
 class _HTTPChatClient:
     """Shared transport: one pooled session, timeouts, retries, errors as JudgeError."""
 
@@ -110,9 +119,9 @@ class _HTTPChatClient:
             response = self._session.post(url, headers=headers, json=body, timeout=self.timeout_s)
         except requests.exceptions.RetryError as exc:
             raise JudgeError(f"judge request to {url} failed after retries: {exc}") from None
-        except requests.exceptions.Timeout:
-            raise JudgeError(f"judge request to {url} timed out after {self.timeout_s:g} s") from None
         except requests.exceptions.RequestException as exc:
+            if _timed_out(exc):
+                raise JudgeError(f"judge request to {url} timed out after {self.timeout_s:g} s") from None
             raise JudgeError(f"judge request to {url} failed: {type(exc).__name__}") from None
         if response.status_code != 200:
             detail = response.text[:200]
