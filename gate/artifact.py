@@ -193,7 +193,8 @@ def _copy_capped(source: Path, target: Path, cap: int) -> None:
         dst.write(data)
 
 
-def _check_replaceable(out_dir: Path) -> None:
+def check_out_dir(out_dir: Path) -> None:
+    """UsageError unless ``out_dir`` is absent, empty or a previous artifact (safe to replace)."""
     # Replacing a directory is only safe when it is a previous artifact (or empty): a typo
     # such as `--out .` must never delete a checkout.
     if not out_dir.exists() and not out_dir.is_symlink():
@@ -221,7 +222,7 @@ def write_artifact(
     previous artifact at ``out_dir`` is replaced; any other non-empty directory is refused.
     """
     out_dir = Path(out_dir)
-    _check_replaceable(out_dir)
+    check_out_dir(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:

@@ -70,7 +70,7 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"run.store: {path} is not a ragproof store: {exc}") from None
         self._batch_rows = batch_rows
-        self._batch_seconds = batch_seconds
+        self.batch_seconds = batch_seconds
         self._pending: list[tuple[str, str, str]] = []
         self._last_commit = time.monotonic()
 
@@ -99,7 +99,7 @@ class Store:
         self._pending.append((run_id, case_id, row_json))
         if (
             len(self._pending) >= self._batch_rows
-            or time.monotonic() - self._last_commit >= self._batch_seconds
+            or time.monotonic() - self._last_commit >= self.batch_seconds
         ):
             self.flush()
 

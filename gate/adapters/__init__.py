@@ -7,7 +7,10 @@ UsageError here, before any case runs.
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
 from gate.adapters.secrets import is_withheld, pipeline_environment
@@ -69,4 +72,44 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
     return ReplayAdapter(load_replay(config.resolve(adapter.path)))
 
 
-__all__ = ["Adapter", "AdapterError", "AdapterTimeout", "build_adapter", "http_headers"]
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_adapter(config: Config, env: Environment, case_ids: list[str]) -> list[str]:
+    """Check ``config.adapter`` without calling the pipeline or importing its code.
+
+    Raises UsageError/DataError for what would make a run fail; returns warnings (a replay
+    file that misses cases or records unknown ones).
+    """
+    adapter = config.adapter
+    warnings: list[str] = []
+    if adapter.type == "python":
+        assert adapter.target is not None
+        if not _TARGET.match(adapter.target):
+            raise UsageError(f"adapter.target: expected 'module:attr', got {adapter.target!r}")
+    elif adapter.type == "http":
+        parts = urlsplit(adapter.url or "")
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise UsageError(f"adapter.url: expected an http:// or https:// URL, got {adapter.url!r}")
+        http_headers(config, env)
+    elif adapter.type == "command":
+        assert adapter.command is not None
+        program = adapter.command[0]
+        found = shutil.which(program, path=env.get("PATH")) if "/" not in program else program
+        if found is None or not (env.cwd / found).exists():
+            raise UsageError(f"adapter.command: program {program!r} not found")
+    else:
+        from gate.adapters.replay import load_replay
+
+        assert adapter.path is not None
+        recorded = load_replay(config.resolve(adapter.path))
+        missing = [cid for cid in case_ids if cid not in recorded]
+        unknown = set(recorded) - set(case_ids)
+        if missing:
+            warnings.append(f"{adapter.path}: no recorded output for {len(missing)} case(s), e.g. {missing[0]!r}")
+        if unknown:
+            warnings.append(f"{adapter.path}: {len(unknown)} recorded id(s) not in the dataset, e.g. {min(unknown)!r}")
+    return warnings
+
+
+__all__ = ["Adapter", "AdapterError", "AdapterTimeout", "build_adapter", "check_adapter", "http_headers"]

@@ -1,0 +1,32 @@
+"""``ragproof merge``: join the shard artifacts of one run into one artifact."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gate.commands._common import resolve
+from gate.environment import Environment
+
+HELP = "merge the shard artifacts of one run into one artifact"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "parts", nargs="+", metavar="PART_DIR", help="shard artifacts (directories or .zip files)"
+    )
+    parser.add_argument("--out", required=True, metavar="DIR", help="directory of the merged artifact")
+
+
+def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.aggregate import summarize
+    from gate.artifact import merge_artifacts, read_artifact, write_artifact
+
+    parts = [read_artifact(resolve(env, part)) for part in args.parts]
+    meta, rows = merge_artifacts(parts)
+    summary = summarize(rows, list(meta.metrics), list(meta.slices))
+    out_dir = write_artifact(resolve(env, args.out), meta, rows, summary)
+    print(f"{meta.status}: merged {len(parts)} parts, {len(rows)} cases -> {out_dir}")
+    if meta.status != "complete":
+        print(f"ragproof: merged run is {meta.status}", file=sys.stderr)
+    return 0

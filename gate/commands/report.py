@@ -1,0 +1,118 @@
+"""``ragproof report``: a run's scores as a terminal table per slice and metric, JSON, or HTML."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from gate.commands._common import resolve
+from gate.environment import Environment
+from gate.errors import UsageError
+
+if TYPE_CHECKING:
+    from gate.artifact import RunArtifact
+
+HELP = "show a run's scores: a table per slice and metric (--json, --html FILE)"
+
+COLUMNS = ("metric", "mean", "p50", "p95", "scored", "skipped", "n/a", "errored")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_path", metavar="RUN", help="run artifact directory or .zip")
+    parser.add_argument(
+        "--json", action="store_true", help="print run.json and summary.json as one JSON object"
+    )
+    parser.add_argument("--html", metavar="FILE", help="write an HTML report with plots to FILE")
+
+
+def _clean(text: str) -> str:
+    # Artifacts may come from a pull request: no terminal escape sequences reach the screen.
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def format_table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[str]:
+    """Left-aligned first column, right-aligned numbers, two spaces between columns."""
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        first = cells[0].ljust(widths[0])
+        rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    return [line(header), "  ".join("-" * w for w in widths), *(line(r) for r in body)]
+
+
+def render_text(artifact: RunArtifact) -> str:
+    """The terminal report of a loaded run artifact."""
+    meta, summary = artifact.meta, artifact.summary
+    shard = f", shard {meta.shard.index}/{meta.shard.count}" if meta.shard else ""
+    out = [
+        f"run {_clean(meta.run_id)} ({meta.status}{shard}), created {_clean(meta.created_at)}",
+        f"dataset {_clean(meta.dataset.path)} sha256 {meta.dataset.sha256[:12]}: {summary.cases} cases, "
+        f"{summary.failures} failed"
+        + (
+            f" (adapter failure rate {summary.adapter_failure_rate:.4f})"
+            if summary.adapter_failure_rate is not None
+            else ""
+        ),
+        f"k={meta.k}, source_match={meta.source_match}, judge {_clean(meta.judge.model or 'none')}"
+        + (f", cost ${meta.cost.usd:.4f} ({meta.cost.judge_calls} calls)" if meta.judge.model else ""),
+    ]
+    for slice_key, metrics in summary.slices.items():
+        body: list[tuple[str, ...]] = []
+        for name, m in metrics.items():
+            if m.distribution is not None:
+                mean = ", ".join(
+                    f"{_clean(label)}={count}" for label, count in sorted(m.distribution.items())
+                )
+                p50 = p95 = ""
+            else:
+                mean, p50, p95 = _number(m.mean), _number(m.p50), _number(m.p95)
+            body.append(
+                (
+                    _clean(name),
+                    mean,
+                    p50,
+                    p95,
+                    str(m.scored),
+                    str(m.skipped),
+                    str(m.not_applicable),
+                    str(m.errored),
+                )
+            )
+        out += ["", f"[{_clean(slice_key)}]", *format_table(COLUMNS, body)]
+    return "\n".join(out) + "\n"
+
+
+def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.artifact import read_artifact
+
+    artifact = read_artifact(resolve(env, args.run_path))
+    if args.html:
+        try:
+            from gate.report.html import render_run_html
+        except ModuleNotFoundError as exc:
+            if exc.name not in {"gate.report", "gate.report.html"}:
+                raise
+            raise UsageError("report --html: the HTML report is not available in this installation") from None
+        target = resolve(env, args.html)
+        try:
+            target.write_text(render_run_html(artifact), encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"--html {args.html}: cannot write: {exc.strerror or exc}") from None
+        print(f"wrote {target}")
+        return 0
+    if args.json:
+        document = {
+            "run": artifact.meta.model_dump(mode="json"),
+            "summary": artifact.summary.model_dump(mode="json"),
+        }
+        print(json.dumps(document, indent=2, ensure_ascii=False))
+        return 0
+    print(render_text(artifact), end="")
+    return 0

@@ -1,0 +1,79 @@
+"""``ragproof run``: run the dataset through the pipeline, score every case, write a run artifact."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gate.commands._common import add_config_argument, load_config_from_args, resolve
+from gate.environment import Environment
+from gate.errors import UsageError
+
+HELP = "run the dataset through the pipeline, score every case and write a run artifact"
+DEFAULT_OUT = ".ragproof/run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_argument(parser)
+    parser.add_argument(
+        "--out", metavar="DIR", help=f"artifact directory (default: {DEFAULT_OUT}, or RUN_DIR with --resume)"
+    )
+    parser.add_argument(
+        "--shard", metavar="I/N", help="run only shard I of N (a stable hash partition of case ids)"
+    )
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
+    parser.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue an interrupted run: run only its missing cases"
+    )
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the expected judge calls, tokens and cost, and call nothing",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress output on stderr")
+
+
+def _estimate(args: argparse.Namespace, env: Environment) -> int:
+    # The judge package owns cost estimation: gate.judge.estimate.run_estimate(config, env, shard=...)
+    # prints the expected calls, tokens and cost, and returns the exit code.
+    from gate.runner import parse_shard
+
+    try:
+        from gate.judge.estimate import run_estimate
+    except ModuleNotFoundError as exc:
+        if exc.name not in {"gate.judge", "gate.judge.estimate"}:
+            raise
+        raise UsageError("run --estimate: cost estimation is not available in this installation") from None
+    config = load_config_from_args(args, env)
+    return int(run_estimate(config, env, shard=parse_shard(args.shard) if args.shard else None))
+
+
+def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.runner import execute_run, parse_shard
+
+    if args.estimate:
+        return _estimate(args, env)
+    shard = parse_shard(args.shard) if args.shard else None
+    config = load_config_from_args(args, env)
+    resume = resolve(env, args.resume) if args.resume else None
+    if resume is not None and not resume.is_dir():
+        raise UsageError(f"--resume {args.resume}: not a directory")
+    out_dir = resolve(env, args.out) if args.out else (resume or resolve(env, DEFAULT_OUT))
+    outcome = execute_run(
+        config,
+        env,
+        out_dir,
+        shard=shard,
+        no_cache=args.no_cache,
+        resume=resume,
+        progress=not args.no_progress,
+    )
+    meta = outcome.meta
+    failed = f", {outcome.failures} failed" if outcome.failures else ""
+    print(
+        f"{outcome.status}: {outcome.cases} cases{failed} in {meta.wall_time_s:.1f} s; "
+        f"run {meta.run_id} -> {outcome.artifact_dir}"
+    )
+    if outcome.status != "complete":
+        print(f"ragproof: run {outcome.status}; resume with --resume {outcome.artifact_dir}", file=sys.stderr)
+    return outcome.exit_code

@@ -1,0 +1,463 @@
+"""Run a dataset through the adapter, score every case, write a run artifact.
+
+Flow of :func:`execute_run`: load the dataset; keep this shard's cases; open the store and
+(when resuming) take the rows it already holds; build the judge and the adapter; run the
+remaining cases on one event loop with at most ``adapter.concurrency`` in flight; score each
+finished case; commit it to the store; write ``run.json``/``rows.jsonl``/``summary.json``.
+
+- Each case gets ``adapter.timeout_s`` in all (retries included); past it the row is a
+  ``timeout``. Adapter failures are ``adapter_error`` rows; neither is scored.
+- Rows are written in dataset order, whatever order the cases finish in.
+- ``latency_ms`` is the adapter's time for the case (scoring excluded).
+- SIGINT/SIGTERM: no new case starts, cases in flight are dropped (they are re-run on
+  resume), the finished rows are written with status ``partial`` and the exit code is
+  128 + the signal number.
+- ``BudgetExceeded`` from the judge: the same graceful stop with status ``aborted:budget``
+  and exit code 2.
+- Shards: case ``c`` belongs to shard ``int(sha256(c.id)[:8 bytes]) mod N + 1``, stable across
+  machines and Python versions (unlike ``hash()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import hashlib
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from gate import __version__
+from gate.adapters import STDERR_LOG_NAME, Adapter, AdapterError, AdapterTimeout, build_adapter
+from gate.artifact import (
+    RUN_FILE,
+    CostInfo,
+    DatasetInfo,
+    JudgeInfo,
+    Row,
+    RunArtifact,
+    RunMeta,
+    RunStatus,
+    ShardInfo,
+    Summary,
+    ToolInfo,
+    check_out_dir,
+    new_run_id,
+    read_artifact,
+    utc_now,
+    write_artifact,
+)
+from gate.config import Config
+from gate.dataset import Case, Dataset, load_dataset
+from gate.environment import Environment
+from gate.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
+from gate.gitinfo import git_info
+from gate.metrics.base import MetricResult, ScoringContext
+from gate.progress import Progress
+from gate.store import Store, run_key
+
+MAX_ERROR_CHARS = 2000
+
+
+@dataclass
+class RunOutcome:
+    artifact_dir: Path
+    status: str
+    exit_code: int
+    meta: RunMeta
+    cases: int = 0  # rows written
+    failures: int = 0  # rows with status other than ok
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"I/N"`` -> (I, N) with 1 <= I <= N; UsageError otherwise."""
+    index, sep, count = text.partition("/")
+    if not sep or not index.strip().isdigit() or not count.strip().isdigit():
+        raise UsageError(f"--shard: expected I/N such as 2/4, got {text!r}")
+    i, n = int(index), int(count)
+    if not 1 <= i <= n:
+        raise UsageError(f"--shard: expected 1 <= I <= N, got {text!r}")
+    return i, n
+
+
+def shard_of(case_id: str, count: int) -> int:
+    """The 1-based shard of ``case_id`` among ``count`` shards."""
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def store_path(config: Config, env: Environment) -> Path:
+    """``run.store``, relative to the working directory."""
+    path = Path(config.run.store)
+    return path if path.is_absolute() else env.cwd / path
+
+
+def select_metric_names(config: Config) -> list[str]:
+    from gate.scoring import select_metrics
+
+    return select_metrics(config.run.metrics)
+
+
+def adapter_description(config: Config) -> dict[str, Any]:
+    """The adapter's settings for run.json, without headers (they may hold credentials)."""
+    adapter = config.adapter
+    described: dict[str, Any] = {"type": adapter.type}
+    if adapter.type == "python":
+        described["target"] = adapter.target
+    elif adapter.type == "http":
+        parts = urlsplit(adapter.url or "")
+        described["url"] = urlunsplit(
+            parts._replace(netloc=parts.hostname or "" if parts.password else parts.netloc)
+        )
+        described["methods"] = list(adapter.methods)
+    elif adapter.type == "command":
+        described["command"] = list(adapter.command or [])
+        described["methods"] = list(adapter.methods)
+    else:
+        described["path"] = adapter.path
+    if adapter.type != "replay":
+        described.update(
+            concurrency=adapter.concurrency, timeout_s=adapter.timeout_s, retries=adapter.retries
+        )
+    return described
+
+
+# -- resume ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Resumed:
+    run_id: str
+    rows: dict[str, Row] = field(default_factory=dict)
+
+
+def _resume_from(resume: Path, store: Store, key: str, dataset: Dataset, config_hash: str) -> _Resumed:
+    """The run to continue: its id and finished rows, from the store or else from its artifact."""
+    found = store.latest_run_for(resume)
+    artifact: RunArtifact | None = None
+    if found is None and (resume / RUN_FILE).is_file():
+        artifact = read_artifact(resume)
+        stored_key = store.run_key_of(artifact.meta.run_id)
+        if stored_key is not None:
+            found = (artifact.meta.run_id, stored_key)
+    if found is not None:
+        run_id, stored_key = found
+        if stored_key != key:
+            raise UsageError(
+                f"--resume {resume}: the dataset, config or shard changed since that run; start a new run instead"
+            )
+        return _Resumed(
+            run_id, {cid: Row.model_validate_json(text) for cid, text in store.results(run_id).items()}
+        )
+    if artifact is None:
+        raise UsageError(
+            f"--resume {resume}: no run of that directory in {store.path} and no {RUN_FILE} in it"
+        )
+    # The store is gone (another machine): the artifact's own rows are the finished cases.
+    if artifact.meta.dataset.sha256 != dataset.sha256 or artifact.meta.config_hash != config_hash:
+        raise UsageError(
+            f"--resume {resume}: the dataset or config changed since that run; start a new run instead"
+        )
+    return _Resumed(artifact.meta.run_id, {r.case_id: r for r in artifact.rows})
+
+
+# -- the event loop ----------------------------------------------------------------------
+
+
+@dataclass
+class _LoopResult:
+    stop_reason: str | None = None  # None (finished), "budget", or "signal"
+    signal_number: int | None = None
+    failure: BaseException | None = None
+
+
+class _CaseRunner:
+    """Runs one case through adapter and metrics; knows nothing of the store or progress."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        ctx: ScoringContext,
+        metric_names: list[str],
+        timeout_s: float,
+        score_pool: ThreadPoolExecutor | None,
+    ) -> None:
+        from gate.scoring import score_case
+
+        self._score_case = score_case
+        self._adapter = adapter
+        self._ctx = ctx
+        self._metric_names = metric_names
+        self._timeout_s = timeout_s
+        self._score_pool = score_pool
+
+    def _score(self, case: Case, output: Any) -> dict[str, MetricResult]:
+        # A fresh context per case: metrics may keep per-case state in ctx.extras.
+        ctx = dataclasses.replace(self._ctx, extras=dict(self._ctx.extras))
+        return self._score_case(case, output, ctx, self._metric_names)
+
+    async def run(self, position: int, case: Case) -> Row:
+        started = time.perf_counter()
+        output = None
+        status, error = "ok", None
+        try:
+            output = await asyncio.wait_for(self._adapter.run_case(case, self._ctx.k), self._timeout_s)
+        except TimeoutError:
+            status, error = "timeout", f"no result within {self._timeout_s:g} s"
+        except AdapterTimeout as exc:
+            status, error = "timeout", str(exc)
+        except AdapterError as exc:
+            status, error = "adapter_error", str(exc) or type(exc).__name__
+        latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
+        metrics: dict[str, MetricResult] = {}
+        if output is not None:
+            if self._score_pool is not None:
+                loop = asyncio.get_running_loop()
+                metrics = await loop.run_in_executor(self._score_pool, self._score, case, output)
+            else:
+                metrics = self._score(case, output)
+        return Row(
+            case_id=case.id,
+            position=position,
+            kind=case.kind,
+            tags=list(case.tags),
+            metadata=dict(case.metadata),
+            status=status,  # type: ignore[arg-type]
+            error=error[:MAX_ERROR_CHARS] if error else None,
+            latency_ms=latency_ms,
+            retrieved=output.retrieved if output is not None else None,
+            answer=output.answer if output is not None else None,
+            metrics=metrics,
+        )
+
+
+async def _run_loop(
+    adapter: Adapter,
+    case_runner: _CaseRunner,
+    pending: list[tuple[int, Case]],
+    concurrency: int,
+    on_row: Callable[[Row], None],
+    tick: Callable[[], None],
+    tick_s: float,
+) -> _LoopResult:
+    loop = asyncio.get_running_loop()
+    result = _LoopResult()
+    stop = asyncio.Event()
+
+    def on_signal(signum: int) -> None:
+        if result.stop_reason is None:
+            result.stop_reason, result.signal_number = "signal", signum
+        stop.set()
+
+    handled: list[int] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+            handled.append(signum)
+        except (ValueError, RuntimeError, NotImplementedError):
+            pass  # not the main thread: the caller handles interruption
+
+    queue = iter(pending)
+
+    async def worker() -> None:
+        for position, case in queue:
+            if stop.is_set():
+                return
+            try:
+                row = await case_runner.run(position, case)
+                on_row(row)
+            except BudgetExceeded:
+                if result.stop_reason is None:
+                    result.stop_reason = "budget"
+                stop.set()
+                return
+            except Exception as exc:  # a bug or a broken store: stop, keep what is committed
+                if result.failure is None:
+                    result.failure = exc
+                stop.set()
+                return
+
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(tick_s)
+            tick()
+
+    ticking = asyncio.create_task(ticker())
+    try:
+        await adapter.start()
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(pending))))]
+        all_done = asyncio.gather(*workers)
+        stopped = asyncio.create_task(stop.wait())
+        await asyncio.wait({all_done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        if not all_done.done():
+            for task in workers:
+                task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        stopped.cancel()
+    finally:
+        ticking.cancel()
+        for signum in handled:
+            loop.remove_signal_handler(signum)
+        await adapter.close()
+    return result
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def _build_judge(config: Config, env: Environment, path: Path, use_cache: bool) -> Any | None:
+    try:
+        from gate.judge.session import build_judge
+    except ModuleNotFoundError as exc:
+        if exc.name in {"gate.judge", "gate.judge.session"}:
+            return None
+        raise
+    return build_judge(config.judge, env, path, use_cache)
+
+
+def _summarize(rows: list[Row], metric_names: list[str], slices: list[str]) -> Summary:
+    from gate.aggregate import summarize
+
+    return summarize(rows, metric_names, slices)
+
+
+def execute_run(
+    config: Config,
+    env: Environment,
+    out_dir: Path,
+    *,
+    shard: tuple[int, int] | None = None,
+    no_cache: bool = False,
+    resume: Path | None = None,
+    progress: bool = True,
+) -> RunOutcome:
+    """Run ``config``'s dataset (this shard's part) and write the artifact to ``out_dir``.
+
+    ``resume`` names an earlier run's output directory: its finished cases are taken from the
+    store (or its artifact) and only the others run. Returns the artifact directory, status
+    and exit code (0 complete, 2 aborted:budget, 128 + signal when interrupted).
+    """
+    wall_start = time.monotonic()
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir)
+    dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
+    metric_names = select_metric_names(config)
+    cases = [
+        (position, case)
+        for position, case in enumerate(dataset.cases)
+        if shard is None or shard_of(case.id, shard[1]) == shard[0]
+    ]
+    config_hash = config.config_hash()
+    key = run_key(dataset.sha256, config_hash, shard)
+    db_path = store_path(config, env)
+    store = Store(db_path)
+    try:
+        resumed = _resume_from(resume, store, key, dataset, config_hash) if resume else _Resumed(new_run_id())
+        wanted = {case.id for _, case in cases}
+        rows_by_id = {cid: row for cid, row in resumed.rows.items() if cid in wanted}
+        run_id = resumed.run_id
+        store.begin_run(run_id, key, out_dir)
+        for cid, row in rows_by_id.items():
+            store.add_result(run_id, cid, row.model_dump_json())
+        store.flush()
+
+        judge = _build_judge(config, env, db_path, not no_cache)
+        extras: dict[str, Any] = {}
+        if config.composite is not None:
+            extras["composite_weights"] = dict(config.composite.weights)
+        ctx = ScoringContext(
+            k=config.run.k,
+            source_match=config.run.source_match,
+            ndcg_gain=config.run.ndcg_gain,
+            numeric_tolerance=config.run.numeric_tolerance,
+            judge=judge,
+            extras=extras,
+        )
+        log_dir = db_path.parent / "logs" / run_id
+        adapter = build_adapter(config, env, log_dir)
+        pending = [(position, case) for position, case in cases if case.id not in rows_by_id]
+        bar = (
+            Progress(len(cases), tty=env.stderr_is_tty, already_done=len(cases) - len(pending))
+            if progress
+            else None
+        )
+
+        def on_row(row: Row) -> None:
+            rows_by_id[row.case_id] = row
+            store.add_result(run_id, row.case_id, row.model_dump_json())
+            if bar is not None:
+                bar.advance(failed=row.status != "ok")
+
+        score_pool = ThreadPoolExecutor(config.judge.concurrency, "judge") if judge is not None else None
+        case_runner = _CaseRunner(adapter, ctx, metric_names, config.adapter.timeout_s, score_pool)
+        try:
+            outcome = asyncio.run(
+                _run_loop(
+                    adapter,
+                    case_runner,
+                    pending,
+                    config.adapter.concurrency,
+                    on_row,
+                    store.flush,
+                    store.batch_seconds,
+                )
+            )
+        finally:
+            store.flush()
+            if bar is not None:
+                bar.finish()
+            if score_pool is not None:
+                score_pool.shutdown(wait=False, cancel_futures=True)
+        if outcome.failure is not None:
+            raise outcome.failure
+
+        status: RunStatus = "complete"
+        exit_code = EXIT_OK
+        if outcome.stop_reason == "budget":
+            status, exit_code = "aborted:budget", EXIT_BUDGET
+        elif outcome.stop_reason == "signal":
+            status, exit_code = "partial", 128 + (outcome.signal_number or signal.SIGINT)
+        elif len(rows_by_id) < len(cases):
+            status = "partial"
+        rows = [rows_by_id[case.id] for _, case in cases if case.id in rows_by_id]
+        summary = _summarize(rows, metric_names, list(config.gate.slices))
+        meta = RunMeta(
+            run_id=run_id,
+            created_at=utc_now(),
+            tool=ToolInfo(version=__version__),
+            git=git_info(env),
+            dataset=DatasetInfo(
+                path=config.dataset, sha256=dataset.sha256, version=dataset.version, case_count=len(dataset)
+            ),
+            config_hash=config_hash,
+            k=config.run.k,
+            source_match=config.run.source_match,
+            ndcg_gain=config.run.ndcg_gain,
+            metrics=metric_names,
+            slices=list(config.gate.slices),
+            judge=judge.info() if judge is not None else JudgeInfo(),
+            shard=ShardInfo(index=shard[0], count=shard[1]) if shard else None,
+            status=status,
+            cost=judge.cost() if judge is not None else CostInfo(),
+            wall_time_s=round(time.monotonic() - wall_start, 3),
+            adapter=adapter_description(config),
+        )
+        if judge is not None and hasattr(judge, "close"):
+            judge.close()
+        artifact_dir = write_artifact(
+            out_dir, meta, rows, summary, extra_files={STDERR_LOG_NAME: log_dir / STDERR_LOG_NAME}
+        )
+    finally:
+        with contextlib.suppress(Exception):
+            store.close()
+    failures = sum(1 for row in rows if row.status != "ok")
+    return RunOutcome(artifact_dir, status, exit_code, meta, cases=len(rows), failures=failures)
+
+
+__all__ = ["RunOutcome", "execute_run", "parse_shard", "shard_of"]
