@@ -1,0 +1,101 @@
+"""composite.trust: weighted arithmetic and geometric aggregates with undefined components dropped."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from metric_helpers import make_case, make_output, score
+
+from gate.metrics.base import MetricResult, ScoringContext
+from gate.metrics.composite import REASON_NO_COMPONENT, REASON_NO_RESULTS, REASON_NO_WEIGHTS, aggregate
+
+GOLDEN_VALUES = {"faithfulness": 0.05, "attribution": 0.9, "relevance": 0.9, "conciseness": 0.95}
+GOLDEN_WEIGHTS = {"faithfulness": 0.4, "attribution": 0.2, "relevance": 0.2, "conciseness": 0.2}
+
+
+def test_golden_arithmetic_and_geometric() -> None:
+    arithmetic, geometric = aggregate(GOLDEN_VALUES, GOLDEN_WEIGHTS)
+    assert round(arithmetic, 4) == 0.5700
+    assert round(geometric, 4) == 0.2863
+
+
+def test_undefined_component_is_dropped_and_weights_renormalised() -> None:
+    values = {**GOLDEN_VALUES, "faithfulness": None}
+    arithmetic, geometric = aggregate(values, GOLDEN_WEIGHTS)
+    assert arithmetic == pytest.approx((0.9 + 0.9 + 0.95) / 3, abs=1e-15)
+    assert geometric == pytest.approx((0.9 * 0.9 * 0.95) ** (1 / 3), abs=1e-15)
+    missing = dict(GOLDEN_VALUES)
+    del missing["faithfulness"]
+    assert aggregate(missing, GOLDEN_WEIGHTS) == aggregate(values, GOLDEN_WEIGHTS)
+
+
+def test_zero_component_makes_the_geometric_zero_and_none_defined_is_none() -> None:
+    assert aggregate({"a": 0.0, "b": 1.0}, {"a": 1.0, "b": 1.0}) == (0.5, 0.0)
+    assert aggregate({"a": None}, {"a": 1.0}) is None
+    assert aggregate({}, {"a": 1.0}) is None
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(0, 1), st.floats(0.01, 10) | st.just(1.0), st.booleans()),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_geometric_never_exceeds_arithmetic(parts: list[tuple[float, float, bool]]) -> None:
+    values = {f"m{i}": (v if defined else None) for i, (v, _, defined) in enumerate(parts)}
+    weights = {f"m{i}": w for i, (_, w, _) in enumerate(parts)}
+    out = aggregate(values, weights)
+    if not any(defined for *_, defined in parts):
+        assert out is None
+        return
+    arithmetic, geometric = out
+    assert 0.0 <= geometric <= arithmetic + 1e-12 <= 1.0 + 1e-12
+
+
+def _ctx(results: dict[str, MetricResult] | None, weights: dict[str, float] | None) -> ScoringContext:
+    extras: dict = {}
+    if weights is not None:
+        extras["composite_weights"] = weights
+    if results is not None:
+        extras["results"] = results
+    return ScoringContext(extras=extras)
+
+
+def test_metric_reads_earlier_results_and_flips_lower_is_better() -> None:
+    results = {
+        "answer.token_f1": MetricResult.scored(0.8),
+        "robustness.overrefusal": MetricResult.scored(1.0),  # lower is better: contributes 0
+        "generation.groundedness": MetricResult.not_applicable("no claims"),
+    }
+    weights = {"answer.token_f1": 3.0, "generation.groundedness": 5.0}
+    ctx = _ctx(results, weights)
+    case, output = make_case(), make_output(None, "x")
+    assert score("composite.trust", case, output, ctx).value == pytest.approx(0.8, abs=1e-15)
+    assert score("composite.trust_arithmetic", case, output, ctx).value == pytest.approx(0.8, abs=1e-15)
+    flipped = _ctx(results, {"answer.token_f1": 1.0, "robustness.overrefusal": 1.0})
+    assert score("composite.trust_arithmetic", case, output, flipped).value == pytest.approx(0.4, abs=1e-15)
+    assert score("composite.trust", case, output, flipped).value == 0.0
+
+
+def test_metric_skips_with_reasons_never_zero() -> None:
+    case, output = make_case(), make_output(None, "x")
+    for ctx, reason in [
+        (_ctx({}, None), REASON_NO_WEIGHTS),
+        (_ctx(None, {"answer.token_f1": 1.0}), REASON_NO_RESULTS),
+        (
+            _ctx({"answer.token_f1": MetricResult.skipped("no expected answer")}, {"answer.token_f1": 1.0}),
+            REASON_NO_COMPONENT,
+        ),
+    ]:
+        result = score("composite.trust", case, output, ctx)
+        assert (result.status, result.value, result.reason) == ("skipped", None, reason)
+
+
+def test_golden_through_the_registered_metric() -> None:
+    results = {name: MetricResult.scored(v) for name, v in GOLDEN_VALUES.items()}
+    ctx = _ctx(results, GOLDEN_WEIGHTS)
+    case, output = make_case(), make_output(None, "x")
+    assert round(score("composite.trust", case, output, ctx).value, 4) == 0.2863
+    assert round(score("composite.trust_arithmetic", case, output, ctx).value, 4) == 0.57
