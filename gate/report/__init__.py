@@ -1,0 +1,1 @@
+"""Reports: the Markdown comment / check summary and the self-contained HTML report."""

@@ -1,0 +1,136 @@
+"""Build run artifacts for the gate tests: real pydantic models written with write_artifact."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gate.artifact import (
+    CostInfo,
+    DatasetInfo,
+    GitInfo,
+    JudgeInfo,
+    MetricSummary,
+    Row,
+    RunArtifact,
+    RunMeta,
+    Summary,
+    ToolInfo,
+    read_artifact,
+    write_artifact,
+)
+from gate.metrics.base import MetricResult
+
+
+def meta(run_id: str, *, commit: str = "0" * 40, sha: str = "a" * 64, cases: int = 0, **kw) -> RunMeta:
+    fields = dict(
+        run_id=run_id,
+        created_at="2026-11-28T12:00:00Z",
+        tool=ToolInfo(version="0.1.0"),
+        git=GitInfo(commit=commit, ref="refs/heads/main"),
+        dataset=DatasetInfo(path="evals/cases.jsonl", sha256=sha, version="v3", case_count=cases),
+        config_hash="c" * 64,
+        k=5,
+        source_match="chunk",
+    )
+    fields.update(kw)
+    return RunMeta(**fields)
+
+
+def row(
+    case_id: str,
+    scores: dict[str, float | None],
+    *,
+    kind: str = "qa",
+    tags: Sequence[str] = (),
+    status: str = "ok",
+    metadata: dict | None = None,
+) -> Row:
+    metrics = {
+        name: (
+            MetricResult.scored(v)
+            if v is not None
+            else MetricResult.skipped("case has no expected_source_ids")
+        )
+        for name, v in scores.items()
+    }
+    return Row(
+        case_id=case_id,
+        kind=kind,
+        tags=list(tags),
+        metadata=metadata or {},
+        status=status,
+        error="connection refused" if status != "ok" else None,
+        metrics=metrics if status == "ok" else {},
+    )
+
+
+def summary(rows: list[Row]) -> Summary:
+    """A minimal summary.json (the gate reads rows; the summary feeds no-baseline reports)."""
+    names = sorted({n for r in rows for n in r.metrics})
+    overall = {}
+    for name in names:
+        values = [
+            r.metrics[name].value for r in rows if name in r.metrics and r.metrics[name].status == "scored"
+        ]
+        overall[name] = MetricSummary(
+            mean=sum(values) / len(values) if values else None,
+            scored=len(values),
+            skipped=sum(1 for r in rows if name in r.metrics and r.metrics[name].status == "skipped"),
+            higher_is_better=name != "robustness.overrefusal",
+        )
+    failures = sum(1 for r in rows if r.status != "ok")
+    return Summary(
+        cases=len(rows),
+        failures=failures,
+        adapter_failure_rate=failures / len(rows) if rows else None,
+        slices={"all": overall},
+    )
+
+
+def write_run(directory: Path, run_meta: RunMeta, rows: list[Row]) -> Path:
+    run_meta = run_meta.model_copy(
+        update={
+            "dataset": run_meta.dataset.model_copy(update={"case_count": len(rows)}),
+            "metrics": sorted({n for r in rows for n in r.metrics}),
+        }
+    )
+    return write_artifact(Path(directory), run_meta, rows, summary(rows))
+
+
+def artifact(run_meta: RunMeta, rows: list[Row]) -> RunArtifact:
+    return RunArtifact(meta=run_meta, rows=rows, summary=summary(rows), source=run_meta.run_id)
+
+
+def binary_pair(
+    n: int,
+    *,
+    seed: int,
+    p_base: float,
+    flip: float,
+    metric: str = "retrieval.hit_rate_at_k",
+    tag_fn: Callable[[int], list[str]] | None = None,
+) -> tuple[list[Row], list[Row]]:
+    """Two runs of ``n`` cases where the candidate flips each baseline score with probability ``flip``."""
+    rng = random.Random(seed)
+    base_rows, cand_rows = [], []
+    for i in range(n):
+        b = 1.0 if rng.random() < p_base else 0.0
+        c = b if rng.random() >= flip else 1.0 - b
+        tags = tag_fn(i) if tag_fn else []
+        base_rows.append(row(f"q{i:04d}", {metric: b}, tags=tags))
+        cand_rows.append(row(f"q{i:04d}", {metric: c}, tags=tags))
+    return base_rows, cand_rows
+
+
+def load(path: Path) -> RunArtifact:
+    return read_artifact(path)
+
+
+def cost(usd: float = 0.0) -> CostInfo:
+    return CostInfo(usd=usd)
+
+
+def judge(model: str | None, prompts: dict[str, str] | None = None) -> JudgeInfo:
+    return JudgeInfo(model=model, prompts=prompts or {})
