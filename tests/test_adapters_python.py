@@ -1,0 +1,162 @@
+"""The python adapter: module:attr objects, classes, factories, async methods, clear import errors."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gate.adapters import build_adapter
+from gate.adapters.base import AdapterError
+from gate.adapters.python import PythonAdapter
+from gate.config import parse_config
+from gate.dataset import Case
+from gate.environment import Environment
+from gate.errors import UsageError
+from gate.records import CaseOutput
+
+_names = itertools.count()
+
+PIPELINE = """
+import asyncio
+
+class Pipeline:
+    def retrieve(self, question, k):
+        return [{"id": f"c{i}", "text": question, "metadata": {"document_id": "d1"}} for i in range(k)]
+
+    def answer(self, question):
+        return {"text": "sync " + question, "citations": ["c0"]}
+
+class AsyncPipeline:
+    async def retrieve(self, question, k):
+        await asyncio.sleep(0)
+        return {"chunks": [{"id": "a1", "text": question}]}
+
+    async def answer(self, question):
+        return "async " + question
+
+class RetrievalOnly:
+    def retrieve(self, question, k):
+        return []
+
+class Broken:
+    def retrieve(self, question, k):
+        return {"id": "not a list"}
+
+    def answer(self, question):
+        raise ValueError("model not loaded")
+
+instance = Pipeline()
+
+def make_pipeline():
+    return AsyncPipeline()
+
+def not_a_pipeline():
+    return 42
+"""
+
+
+def _write_module(directory: Path, source: str = PIPELINE) -> str:
+    name = f"pipe_{next(_names)}"
+    (directory / f"{name}.py").write_text(textwrap.dedent(source))
+    return name
+
+
+def _build(config_dir: Path, target: str, cwd: Path | None = None) -> PythonAdapter:
+    config = parse_config(
+        {"dataset": "cases.jsonl", "adapter": {"type": "python", "target": target}},
+        config_dir / "ragproof.yaml",
+    )
+    adapter = build_adapter(config, Environment(variables={}, cwd=cwd or config_dir), config_dir)
+    assert isinstance(adapter, PythonAdapter)
+    return adapter
+
+
+def _run(adapter: PythonAdapter, question: str = "q?", k: int = 2) -> CaseOutput:
+    async def go() -> CaseOutput:
+        await adapter.start()
+        try:
+            return await adapter.run_case(Case(id="1", question=question), k)
+        finally:
+            await adapter.close()
+
+    return asyncio.run(go())
+
+
+def test_object_target_from_the_config_directory(tmp_path: Path) -> None:
+    config_dir = tmp_path / "evals"
+    config_dir.mkdir()
+    module = _write_module(config_dir)
+    out = _run(_build(config_dir, f"{module}:instance", cwd=tmp_path), "where?", k=3)
+    assert [c.id for c in out.retrieved or []] == ["c0", "c1", "c2"]
+    assert out.retrieved and out.retrieved[0].metadata == {"document_id": "d1"}
+    assert out.answer is not None and out.answer.text == "sync where?" and out.answer.citations == ["c0"]
+    assert out.supports_retrieve and out.supports_answer
+
+
+def test_module_from_the_working_directory(tmp_path: Path) -> None:
+    config_dir = tmp_path / "evals"
+    config_dir.mkdir()
+    module = _write_module(tmp_path)
+    out = _run(_build(config_dir, f"{module}:Pipeline", cwd=tmp_path))
+    assert out.answer is not None and out.answer.text == "sync q?"
+
+
+def test_factory_with_async_methods(tmp_path: Path) -> None:
+    module = _write_module(tmp_path)
+    out = _run(_build(tmp_path, f"{module}:make_pipeline"), "hi")
+    assert [c.id for c in out.retrieved or []] == ["a1"]
+    assert out.answer is not None and out.answer.text == "async hi"
+
+
+def test_retrieval_only_pipeline(tmp_path: Path) -> None:
+    module = _write_module(tmp_path)
+    out = _run(_build(tmp_path, f"{module}:RetrievalOnly"))
+    assert out.supports_retrieve and not out.supports_answer
+    assert out.retrieved == [] and out.answer is None
+
+
+def test_exceptions_and_bad_results_are_adapter_errors(tmp_path: Path) -> None:
+    module = _write_module(tmp_path)
+    adapter = _build(tmp_path, f"{module}:Broken")
+
+    async def failures() -> list[BaseException]:
+        results = [
+            await asyncio.gather(adapter.answer("q"), return_exceptions=True),
+            await asyncio.gather(adapter.retrieve("q", 1), return_exceptions=True),
+        ]
+        await adapter.close()
+        return [r[0] for r in results]
+
+    answer_error, retrieve_error = asyncio.run(failures())
+    assert (
+        isinstance(answer_error, AdapterError)
+        and str(answer_error) == "answer raised ValueError: model not loaded"
+    )
+    assert isinstance(retrieve_error, AdapterError)
+    assert str(retrieve_error) == "retrieve returned dict; expected a list of chunks"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no_colon", "expected 'module:attr'"),
+        ("missing_module_xyz:thing", "module 'missing_module_xyz' not found"),
+        ("{module}:nothing", "has no attribute 'nothing'"),
+        ("{module}:not_a_pipeline", "has neither a retrieve nor an answer method"),
+    ],
+)
+def test_target_errors_are_one_line_usage_errors(tmp_path: Path, target: str, message: str) -> None:
+    module = _write_module(tmp_path)
+    with pytest.raises(UsageError, match=message) as info:
+        _build(tmp_path, target.format(module=module))
+    assert "\n" not in str(info.value)
+
+
+def test_module_that_fails_to_import(tmp_path: Path) -> None:
+    module = _write_module(tmp_path, "raise RuntimeError('no GPU')\n")
+    with pytest.raises(UsageError, match=f"importing '{module}' failed: RuntimeError: no GPU"):
+        _build(tmp_path, f"{module}:x")
