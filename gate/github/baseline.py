@@ -1,0 +1,268 @@
+"""Finding the baseline run artifact on the default branch, and fetching run artifacts safely.
+
+Which run is the baseline (all lists are paginated to the end or until found):
+
+1. the repository's default branch (``GET /repos/{owner}/{repo}``);
+2. the merge base of the default branch and the candidate's head commit (compare API);
+3. the baseline workflow's runs that are trusted: ``event == "push"``, ``head_branch`` is the
+   default branch, ``conclusion == "success"`` and ``head_repository`` is this repository
+   (a run from a fork or a pull request is never a baseline, even on a branch named like the
+   default: the server-side filters are only a first cut, every field is checked again here);
+4. prefer a run at the merge-base commit; else the newest run whose commit is an ancestor of
+   the merge base (checked with the compare API: ``status`` "ahead" or "identical"), with
+   how many commits it is behind and how old it is noted for the report;
+5. in that run, the newest artifact with the given name that is not expired and belongs to
+   that run of this repository; a run without one is passed over for the next candidate run;
+6. the zip is downloaded (redirect followed without credentials), extracted safely and
+   validated with :func:`gate.artifact.read_artifact`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from gate.artifact import RunArtifact
+from gate.errors import DataError, pydantic_message
+from gate.github.archive import extract_zip, run_directory
+from gate.github.client import GitHubAPIError, GitHubClient
+from gate.github.models import Artifact, Comparison, Repository, WorkflowRun
+
+MAX_DOWNLOAD_BYTES = 256 << 20
+MAX_RUNS_SCANNED = 1_000
+MAX_ANCESTRY_CHECKS = 30
+
+
+@dataclass
+class Baseline:
+    """The chosen baseline: the run, its artifact and how far it is from the merge base."""
+
+    artifact: RunArtifact
+    run: WorkflowRun
+    artifact_info: Artifact
+    merge_base_sha: str
+    commits_behind: int  # 0: the run is at the merge-base commit
+
+    def age(self, now: datetime | None = None) -> timedelta:
+        return (now or datetime.now(UTC)) - self.run.created_at
+
+    def staleness(self, now: datetime | None = None) -> str:
+        """One sentence for the report: which commit, how far behind, how old."""
+        days = self.age(now).total_seconds() / 86400
+        age = f"{days:.1f} days old" if days >= 1 else f"{days * 24:.1f} hours old"
+        where = (
+            "at the merge base"
+            if self.commits_behind == 0
+            else f"{self.commits_behind} commit{'s' if self.commits_behind != 1 else ''} behind the merge base "
+            f"{self.merge_base_sha[:7]}"
+        )
+        return f"baseline from run {self.run.id} at commit {self.run.head_sha[:7]} ({where}; {age})"
+
+
+@dataclass
+class BaselineSearch:
+    """The outcome of a search: a baseline, or why there is none; notes for the report."""
+
+    default_branch: str
+    merge_base_sha: str | None
+    baseline: Baseline | None = None
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _parse(model: type, data: object, what: str):  # type: ignore[no-untyped-def]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise DataError(f"GitHub API response ({what}): {pydantic_message(exc)}") from None
+
+
+def repository_info(client: GitHubClient) -> Repository:
+    return _parse(Repository, client.call("repos.get", permission="contents: read"), "repository")
+
+
+def compare(client: GitHubClient, base: str, head: str) -> Comparison:
+    data = client.call(
+        "repos.compare_commits", permission="contents: read", basehead=f"{base}...{head}", per_page=1
+    )
+    return _parse(Comparison, data, f"compare {base}...{head}")
+
+
+def _same_repository(candidate: Repository | None, repository: Repository) -> bool:
+    if candidate is None:
+        return False
+    if candidate.id is not None and repository.id is not None:
+        return candidate.id == repository.id
+    return candidate.full_name.lower() == repository.full_name.lower()
+
+
+def is_trusted_baseline_run(run: WorkflowRun, repository: Repository, default_branch: str) -> bool:
+    """A successful push run on the default branch of this repository (not a fork, not a PR)."""
+    return (
+        run.event == "push"
+        and run.head_branch == default_branch
+        and run.conclusion == "success"
+        and _same_repository(run.head_repository, repository)
+        and (run.repository is None or _same_repository(run.repository, repository))
+    )
+
+
+def find_run_artifact(
+    client: GitHubClient, run: WorkflowRun, name: str, *, repository_id: int | None, notes: list[str]
+) -> Artifact | None:
+    """The newest unexpired artifact called ``name`` of ``run`` (all pages searched)."""
+    best: Artifact | None = None
+    for item in client.paginate(
+        "actions.list_workflow_run_artifacts",
+        permission="actions: read",
+        item_key="artifacts",
+        run_id=run.id,
+        name=name,
+    ):
+        artifact = _parse(Artifact, item, f"artifacts of run {run.id}")
+        if artifact.name != name:
+            continue
+        origin = artifact.workflow_run
+        if origin is not None and origin.id is not None and origin.id != run.id:
+            continue
+        if (
+            origin is not None
+            and repository_id is not None
+            and origin.repository_id not in (None, repository_id)
+        ):
+            continue
+        if artifact.expired:
+            notes.append(f"skipped expired artifact {name!r} (id {artifact.id}) of run {run.id}")
+            continue
+        if best is None or (artifact.created_at or datetime.min.replace(tzinfo=UTC)) > (
+            best.created_at or datetime.min.replace(tzinfo=UTC)
+        ):
+            best = artifact
+    return best
+
+
+def fetch_artifact(client: GitHubClient, artifact: Artifact, work_dir: Path, *, label: str) -> RunArtifact:
+    """Download, extract safely and validate one run artifact (untrusted data)."""
+    from gate.artifact import read_artifact
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"artifact-{artifact.id}-", dir=work_dir))
+    archive = scratch / "artifact.zip"
+    client.download_artifact(artifact.id, archive, max_bytes=MAX_DOWNLOAD_BYTES)
+    extracted = extract_zip(archive, scratch / "files", source=label)
+    archive.unlink()
+    run_dir = run_directory(extracted, label)
+    try:
+        return read_artifact(run_dir)
+    except DataError as exc:
+        raise DataError(f"{label}: {exc}") from None
+
+
+def _trusted_runs(
+    client: GitHubClient,
+    repository: Repository,
+    default_branch: str,
+    workflow: str,
+    *,
+    head_sha: str | None = None,
+):  # type: ignore[no-untyped-def]
+    params: dict[str, object] = {"branch": default_branch, "event": "push", "status": "success"}
+    if head_sha:
+        params["head_sha"] = head_sha
+    for count, item in enumerate(
+        client.paginate(
+            "actions.list_workflow_runs",
+            permission="actions: read",
+            item_key="workflow_runs",
+            workflow_id=workflow,
+            **params,
+        )
+    ):
+        if count >= MAX_RUNS_SCANNED:
+            return
+        run = _parse(WorkflowRun, item, f"runs of {workflow}")
+        if is_trusted_baseline_run(run, repository, default_branch) and (
+            head_sha is None or run.head_sha == head_sha
+        ):
+            yield run
+
+
+def find_baseline(
+    client: GitHubClient,
+    *,
+    head_sha: str,
+    workflow: str,
+    artifact_name: str,
+    work_dir: Path,
+    repository: Repository | None = None,
+) -> BaselineSearch:
+    """Search the baseline for a candidate at ``head_sha`` (see the module docstring)."""
+    repository = repository or repository_info(client)
+    default_branch = repository.default_branch or "main"
+    try:
+        merge_base = compare(client, default_branch, head_sha).merge_base_commit.sha
+    except GitHubAPIError as exc:
+        if exc.status != 404:
+            raise
+        return BaselineSearch(
+            default_branch, None, reason=f"commit {head_sha[:7]} shares no history with {default_branch}"
+        )
+    search = BaselineSearch(default_branch, merge_base)
+
+    def take(run: WorkflowRun, behind: int) -> bool:
+        artifact = find_run_artifact(
+            client, run, artifact_name, repository_id=repository.id, notes=search.notes
+        )
+        if artifact is None:
+            search.notes.append(
+                f"run {run.id} at {run.head_sha[:7]} has no usable artifact {artifact_name!r}"
+            )
+            return False
+        loaded = fetch_artifact(
+            client, artifact, work_dir, label=f"baseline artifact {artifact_name!r} of run {run.id}"
+        )
+        search.baseline = Baseline(loaded, run, artifact, merge_base, behind)
+        return True
+
+    try:
+        for run in _trusted_runs(client, repository, default_branch, workflow, head_sha=merge_base):
+            if take(run, 0):
+                return search
+        checked: dict[str, Comparison | None] = {merge_base: None}
+        for run in _trusted_runs(client, repository, default_branch, workflow):
+            if run.head_sha in checked:
+                continue
+            if len(checked) > MAX_ANCESTRY_CHECKS:
+                search.notes.append(f"stopped after checking {MAX_ANCESTRY_CHECKS} older commits")
+                break
+            try:
+                relation = compare(client, run.head_sha, merge_base)
+            except GitHubAPIError as exc:
+                if exc.status != 404:
+                    raise
+                relation = None
+            checked[run.head_sha] = relation
+            # "ahead": the merge base is ahead of the run's commit, so that commit is an ancestor.
+            if (
+                relation is not None
+                and relation.status in ("ahead", "identical")
+                and take(run, relation.ahead_by)
+            ):
+                return search
+    except GitHubAPIError as exc:
+        if exc.status == 404 and "/actions/workflows/" in exc.endpoint:
+            search.reason = (
+                f"workflow {workflow!r} was not found on {default_branch} "
+                "(set the baseline-workflow input, or grant `permissions: actions: read`)"
+            )
+            return search
+        raise
+    search.reason = (
+        f"no successful push run of {workflow} on {default_branch} at or before the merge base "
+        f"{merge_base[:7]} has an unexpired artifact {artifact_name!r}"
+    )
+    return search

@@ -1,0 +1,379 @@
+"""The one REST client of the action: ghapi's endpoint surface over requests + urllib3 Retry.
+
+ghapi builds every call from GitHub's OpenAPI description (path templates, parameter names),
+so a misspelt endpoint or parameter fails loudly. Its own transport does not retry on
+server errors or rate limits, so each ghapi operation is rebound to a transport over a
+``requests.Session`` whose adapters carry :class:`GitHubRetry`.
+
+Retry policy (per request):
+- connection failures: up to 3 retries; read timeouts: up to 2;
+- 500, 502, 503, 504 and 429: up to ``status_retries`` retries with exponential backoff
+  (``backoff_factor * 2**(n-1)`` seconds, the first retry immediate);
+- 403 only when it is a rate limit: a ``Retry-After`` header (secondary rate limit) or
+  ``x-ratelimit-remaining: 0`` (primary). A plain 403 is a permission failure and never retried;
+- the wait honours ``Retry-After`` (seconds or an HTTP date) and otherwise
+  ``x-ratelimit-reset`` (epoch seconds) when the quota is exhausted;
+- the total of all waits of one request is bounded by ``max_total_wait``: a request that
+  would need a longer wait fails at once with a message saying how long GitHub asked for.
+
+Every request has a (connect, read) timeout. A 403/404 that is not a rate limit names the
+``permissions:`` entry the workflow must grant for that call.
+
+Artifact downloads answer with a redirect to blob storage; the redirect is followed by hand
+with a separate session that carries no credentials, so the token never leaves the API host.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.util.retry import Retry
+
+from gate import __version__
+from gate.errors import RagproofError
+
+API_VERSION = "2022-11-28"
+USER_AGENT = f"ragproof/{__version__}"
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+class GitHubAPIError(RagproofError):
+    """A REST call that failed after the retry policy; ``status`` is None for network failures."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        endpoint: str = "",
+        permission: str | None = None,
+        rate_limited: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.endpoint = endpoint
+        self.permission = permission
+        self.rate_limited = rate_limited
+
+    @property
+    def is_permission_denied(self) -> bool:
+        """403/404 that is not a rate limit: the token may not do this (or the thing is absent)."""
+        return self.status in (403, 404) and not self.rate_limited
+
+
+def is_rate_limited(status: int, headers: Any) -> bool:
+    """Whether a 403/429 response is GitHub's (primary or secondary) rate limit."""
+    if status == 429:
+        return True
+    if status != 403:
+        return False
+    return headers.get("Retry-After") is not None or headers.get("x-ratelimit-remaining") == "0"
+
+
+def requested_wait(headers: Any, now: float | None = None) -> float | None:
+    """Seconds GitHub asks us to wait: ``Retry-After``, else ``x-ratelimit-reset`` when exhausted."""
+    retry_after = headers.get("Retry-After")
+    if retry_after is not None:
+        text = retry_after.strip()
+        if text.isdigit():
+            return float(text)
+        try:
+            moment = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        return max(0.0, moment.timestamp() - (time.time() if now is None else now))
+    if headers.get("x-ratelimit-remaining") == "0":
+        reset = headers.get("x-ratelimit-reset")
+        if reset and reset.strip().isdigit():
+            # +1: the reset instant is inclusive on GitHub's side; waiting exactly to it races.
+            return max(0.0, float(reset) - (time.time() if now is None else now)) + 1.0
+    return None
+
+
+class GitHubRetry(Retry):
+    """urllib3 Retry with GitHub's rate-limit rules and a bound on the total time spent waiting."""
+
+    def __init__(self, *args: Any, max_total_wait: float = 120.0, waited: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_total_wait = max_total_wait
+        self.waited = waited
+        self.next_wait = 0.0
+
+    def new(self, **kw: Any) -> GitHubRetry:
+        retry = super().new(**kw)
+        retry.max_total_wait = self.max_total_wait
+        retry.waited = self.waited
+        return retry
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        # 403 is decided in increment(), which sees the headers.
+        return status_code == 403 or super().is_retry(method, status_code, has_retry_after)
+
+    def increment(
+        self, method: str | None = None, url: str | None = None, response: Any = None, **kw: Any
+    ) -> Any:
+        pool = kw.get("_pool")
+        if response is not None and kw.get("error") is None and response.status in RETRY_STATUSES | {403}:
+            if not is_rate_limited(response.status, response.headers) and response.status == 403:
+                raise MaxRetryError(pool, url or "", ResponseError("403 without a rate limit"))  # type: ignore[arg-type]
+            wait = requested_wait(response.headers)
+            new_retry = super().increment(method, url, response=response, **kw)
+            if wait is None:
+                wait = new_retry.get_backoff_time()
+            if self.waited + wait > self.max_total_wait:
+                raise MaxRetryError(pool, url or "", ResponseError(f"would wait {wait:.0f} s more"))  # type: ignore[arg-type]
+            new_retry.waited = self.waited + wait
+            new_retry.next_wait = wait
+            return new_retry
+        return super().increment(method, url, response=response, **kw)
+
+    def sleep(self, response: Any = None) -> None:
+        if response is None:  # a connection/read error: plain backoff
+            super().sleep(response)
+            return
+        if self.next_wait > 0:
+            time.sleep(self.next_wait)
+
+
+def _session(*, token: str | None, retry: GitHubRetry) -> requests.Session:
+    session = requests.Session()
+    session.trust_env = False  # no proxies or .netrc credentials from the environment
+    adapter = HTTPAdapter(max_retries=retry, pool_maxsize=4)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    session.headers.update({"User-Agent": USER_AGENT})
+    if token:
+        session.headers.update(
+            {
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": API_VERSION,
+            }
+        )
+    return session
+
+
+class _HTTPStatusError(Exception):
+    def __init__(self, response: requests.Response) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response
+
+
+class _RequestsTransport:
+    """The interface ghapi's operations call (``request(method, url, ...)``), over requests."""
+
+    def __init__(self, session: requests.Session, timeout: tuple[float, float]) -> None:
+        self.session = session
+        self.timeout = timeout
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        data: Any = None,
+        files: Any = None,
+        content: Any = None,
+        raw: bool = False,
+    ) -> Any:
+        response = self.session.request(
+            method,
+            url,
+            headers=headers or None,
+            params=params or None,
+            json=json,
+            data=data if data is not None else content,
+            files=files,
+            timeout=self.timeout,
+        )
+        if response.status_code >= 400:
+            raise _HTTPStatusError(response)
+        if raw:
+            return response
+        return response.json() if response.content else None
+
+
+def _message_of(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200].strip()
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return str(body)[:200]
+
+
+class GitHubClient:
+    """REST calls for one repository with timeouts, the retry policy and clear failures."""
+
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        repository: str,
+        token: str | None,
+        timeout: tuple[float, float] = (10.0, 30.0),
+        max_total_wait: float = 120.0,
+        status_retries: int = 4,
+        backoff_factor: float = 1.0,
+    ) -> None:
+        from ghapi.core import GhApi  # ~0.8 s to build the operation table: only when needed
+
+        self.api_url = api_url.rstrip("/")
+        self.repository = repository
+        self.timeout = timeout
+        retry = GitHubRetry(
+            total=status_retries + 3,
+            connect=3,
+            read=2,
+            status=status_retries,
+            status_forcelist=RETRY_STATUSES,
+            allowed_methods=None,  # 429/5xx/rate-limit: GitHub did not act on the request
+            backoff_factor=backoff_factor,
+            backoff_max=30.0,
+            raise_on_status=False,
+            respect_retry_after_header=True,
+            max_total_wait=max_total_wait,
+        )
+        self._session = _session(token=token, retry=retry)
+        self._blob_session = _session(token=None, retry=retry)
+        owner, repo = repository.split("/", 1)
+        self._transport = _RequestsTransport(self._session, timeout)
+        self._api = GhApi(
+            owner=owner, repo=repo, token=token, gh_host=self.api_url, sync=True, authenticate=False
+        )
+        # Rebind every generated operation to our transport (ghapi keeps it as ``client``).
+        for operation in self._api.ops:
+            operation.client = self._transport
+        self._api.transport = self._transport
+
+    def _operation(self, name: str) -> Any:
+        target: Any = self._api
+        for part in name.split("."):
+            target = getattr(target, part)
+        return target
+
+    def _fail(self, endpoint: str, permission: str | None, response: requests.Response) -> GitHubAPIError:
+        status = response.status_code
+        detail = _message_of(response)
+        limited = is_rate_limited(status, response.headers)
+        if limited:
+            wait = requested_wait(response.headers)
+            more = f"; GitHub asks to wait {wait:.0f} s more" if wait is not None else ""
+            return GitHubAPIError(
+                f"GitHub API {endpoint}: rate limited ({status}: {detail}) after retrying{more}",
+                status=status,
+                endpoint=endpoint,
+                permission=permission,
+                rate_limited=True,
+            )
+        message = f"GitHub API {endpoint}: {status} {detail}"
+        if status == 401:
+            message += " (the token was rejected: check the github-token input)"
+        elif status in (403, 404) and permission:
+            message += f" (the workflow's token may lack `permissions: {permission}`; add it to the job's permissions block)"
+        return GitHubAPIError(message, status=status, endpoint=endpoint, permission=permission)
+
+    def _call(self, name: str, permission: str | None, /, **params: Any) -> requests.Response:
+        try:
+            return self._operation(name)(raw_=True, **params)
+        except _HTTPStatusError as exc:
+            request = exc.response.request
+            endpoint = f"{request.method} {requests.utils.urlparse(request.url).path}"
+            raise self._fail(endpoint, permission, exc.response) from None
+        except requests.RequestException as exc:
+            raise GitHubAPIError(
+                f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
+            ) from None
+
+    def call(self, name: str, /, *, permission: str | None = None, **params: Any) -> Any:
+        """Call the ghapi operation ``name`` (``"repos.get"``) and return the decoded JSON."""
+        response = self._call(name, permission, **params)
+        return response.json() if response.content else None
+
+    def paginate(
+        self, name: str, /, *, permission: str | None = None, item_key: str | None = None, **params: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Every item of a list endpoint, following ``Link: rel="next"`` until it ends.
+
+        ``item_key`` names the list inside an object response (``"workflow_runs"``). Items are
+        yielded lazily, so a caller that finds what it wants stops fetching pages.
+        """
+        params.setdefault("per_page", 100)
+        response = self._call(name, permission, **params)
+        seen_urls: set[str] = set()
+        while True:
+            body = response.json()
+            items = body.get(item_key, []) if item_key and isinstance(body, dict) else body
+            if not isinstance(items, list):
+                raise GitHubAPIError(f"GitHub API {name}: expected a list in the response", endpoint=name)
+            yield from items
+            next_url = response.links.get("next", {}).get("url")
+            if not next_url or next_url in seen_urls:
+                return
+            seen_urls.add(next_url)
+            if not next_url.startswith(self.api_url + "/"):
+                raise GitHubAPIError(
+                    f"GitHub API {name}: pagination link leaves {self.api_url}", endpoint=name
+                )
+            try:
+                response = self._transport.request("GET", next_url, raw=True)
+            except _HTTPStatusError as exc:
+                raise self._fail(f"GET {name} (next page)", permission, exc.response) from None
+            except requests.RequestException as exc:
+                raise GitHubAPIError(
+                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
+                ) from None
+
+    def download_artifact(self, artifact_id: int, destination: Path, *, max_bytes: int) -> int:
+        """Download an artifact's zip to ``destination``; returns its size in bytes.
+
+        The API answers with a redirect to blob storage. The redirect is followed with a
+        session that has no Authorization header, and the body is capped at ``max_bytes``.
+        """
+        owner, repo = self.repository.split("/", 1)
+        endpoint = f"GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip"
+        url = f"{self.api_url}/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip"
+        try:
+            response = self._session.get(url, allow_redirects=False, timeout=self.timeout)
+            if response.status_code in (301, 302, 303, 307, 308):
+                location = response.headers.get("Location")
+                response.close()
+                if not location:
+                    raise GitHubAPIError(
+                        f"GitHub API {endpoint}: redirect without a Location", endpoint=endpoint
+                    )
+                response = self._blob_session.get(location, stream=True, timeout=self.timeout)
+            if response.status_code >= 400:
+                raise self._fail(endpoint, "actions: read", response)
+            declared = response.headers.get("Content-Length")
+            if declared and declared.isdigit() and int(declared) > max_bytes:
+                raise GitHubAPIError(
+                    f"artifact {artifact_id}: {declared} bytes exceeds the {max_bytes}-byte limit",
+                    endpoint=endpoint,
+                )
+            written = 0
+            with destination.open("wb") as handle:
+                for chunk in response.iter_content(chunk_size=1 << 16):
+                    written += len(chunk)
+                    if written > max_bytes:
+                        raise GitHubAPIError(
+                            f"artifact {artifact_id}: larger than the {max_bytes}-byte limit",
+                            endpoint=endpoint,
+                        )
+                    handle.write(chunk)
+            return written
+        except requests.RequestException as exc:
+            raise GitHubAPIError(
+                f"{endpoint}: download failed ({type(exc).__name__})", endpoint=endpoint
+            ) from None

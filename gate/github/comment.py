@@ -1,0 +1,74 @@
+"""One sticky pull-request comment per check name, updated in place on every run.
+
+The comment starts with a hidden marker ``<!-- ragproof:NAME -->`` (NAME = the check name),
+so several configurations can each keep their own comment on one PR. To find it, every page
+of the PR's comments is read and the first comment that starts with the marker and was
+written by a bot account is taken (a workflow's token writes as ``github-actions[bot]``; the
+identity of an installation token cannot be asked for: ``GET /user`` answers 403). A human
+comment quoting the marker is never touched. Found: PATCH it; else POST a new one.
+
+A token without ``pull-requests: write`` (a pull request from a fork) cannot comment: the
+result says so and the caller warns and relies on the job summary instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.github.client import GitHubAPIError, GitHubClient
+from gate.github.models import IssueComment
+
+PERMISSION = "pull-requests: write"
+BOT_LOGIN = "github-actions[bot]"
+
+
+def marker(check_name: str) -> str:
+    return f"<!-- ragproof:{check_name} -->"
+
+
+@dataclass(frozen=True)
+class CommentResult:
+    url: str | None
+    action: str  # "created" | "updated" | "denied"
+    message: str | None = None
+
+
+def _is_ours(comment: IssueComment, tag: str) -> bool:
+    author = comment.user
+    by_bot = author is not None and (author.type == "Bot" or author.login == BOT_LOGIN)
+    return by_bot and (comment.body or "").lstrip().startswith(tag)
+
+
+def find_comment(client: GitHubClient, pr_number: int, check_name: str) -> IssueComment | None:
+    """The sticky comment of ``check_name`` on the PR, searching all pages."""
+    tag = marker(check_name)
+    for item in client.paginate(
+        "issues.list_comments", permission="pull-requests: read", issue_number=pr_number
+    ):
+        comment = IssueComment.model_validate(item)
+        if _is_ours(comment, tag):
+            return comment
+    return None
+
+
+def upsert_comment(client: GitHubClient, pr_number: int, check_name: str, body: str) -> CommentResult:
+    """Create or update the sticky comment; ``body`` gets the marker prepended if missing."""
+    tag = marker(check_name)
+    text = body if body.lstrip().startswith(tag) else f"{tag}\n{body}"
+    existing = find_comment(client, pr_number, check_name)
+    try:
+        if existing is not None:
+            data = client.call(
+                "issues.update_comment", permission=PERMISSION, comment_id=existing.id, body=text
+            )
+            action = "updated"
+        else:
+            data = client.call(
+                "issues.create_comment", permission=PERMISSION, issue_number=pr_number, body=text
+            )
+            action = "created"
+    except GitHubAPIError as exc:
+        if exc.status == 403 and not exc.rate_limited:
+            return CommentResult(None, "denied", str(exc))
+        raise
+    return CommentResult(IssueComment.model_validate(data).html_url, action)

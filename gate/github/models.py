@@ -1,0 +1,144 @@
+"""pydantic models of the GitHub objects the action reads (event payloads and REST responses).
+
+Only the fields the action uses are declared; everything else GitHub sends is ignored, so a
+new field upstream never breaks parsing. A missing required field is a clear error naming it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _GitHubModel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Account(_GitHubModel):
+    login: str
+    type: str = "User"  # "User", "Bot" or "Organization"
+
+
+class Repository(_GitHubModel):
+    id: int | None = None
+    full_name: str
+    default_branch: str | None = None
+    html_url: str | None = None
+    fork: bool = False
+
+
+class GitRef(_GitHubModel):
+    """``pull_request.head`` / ``.base``: the branch, its commit and the repository it lives in."""
+
+    sha: str
+    ref: str
+    repo: Repository | None = None  # None when the fork was deleted
+
+
+class PullRequest(_GitHubModel):
+    number: int
+    state: str = "open"
+    html_url: str | None = None
+    head: GitRef
+    base: GitRef
+
+
+class RunPullRequest(_GitHubModel):
+    """An entry of ``workflow_run.pull_requests`` (filled only for same-repository PRs)."""
+
+    number: int
+    head: GitRef
+    base: GitRef
+
+
+class HeadCommit(_GitHubModel):
+    id: str
+    timestamp: datetime | None = None
+
+
+class WorkflowRun(_GitHubModel):
+    id: int
+    name: str | None = None
+    event: str
+    status: str | None = None
+    conclusion: str | None = None
+    head_sha: str
+    head_branch: str | None = None
+    head_repository: Repository | None = None
+    repository: Repository | None = None
+    path: str | None = None  # ".github/workflows/gate.yml"
+    workflow_id: int | None = None
+    run_number: int | None = None
+    html_url: str | None = None
+    created_at: datetime
+    pull_requests: list[RunPullRequest] = Field(default_factory=list)
+
+
+class ArtifactRun(_GitHubModel):
+    id: int | None = None
+    repository_id: int | None = None
+    head_repository_id: int | None = None
+    head_branch: str | None = None
+    head_sha: str | None = None
+
+
+class Artifact(_GitHubModel):
+    id: int
+    name: str
+    size_in_bytes: int = 0
+    expired: bool = False
+    archive_download_url: str | None = None
+    created_at: datetime | None = None
+    expires_at: datetime | None = None
+    workflow_run: ArtifactRun | None = None
+
+
+class CommitDetail(_GitHubModel):
+    class _Person(_GitHubModel):
+        date: datetime | None = None
+
+    committer: _Person | None = None
+
+
+class Commit(_GitHubModel):
+    sha: str
+    commit: CommitDetail | None = None
+
+    @property
+    def committed_at(self) -> datetime | None:
+        return self.commit.committer.date if self.commit and self.commit.committer else None
+
+
+class Comparison(_GitHubModel):
+    """``GET /repos/{owner}/{repo}/compare/{base}...{head}``."""
+
+    status: str  # "ahead" | "behind" | "identical" | "diverged"
+    ahead_by: int = 0
+    behind_by: int = 0
+    merge_base_commit: Commit
+    base_commit: Commit | None = None
+
+
+class IssueComment(_GitHubModel):
+    id: int
+    body: str | None = None
+    html_url: str | None = None
+    user: Account | None = None
+
+
+class CheckRun(_GitHubModel):
+    id: int
+    html_url: str | None = None
+    conclusion: str | None = None
+
+
+class EventPayload(_GitHubModel):
+    """The parts of ``$GITHUB_EVENT_PATH`` the action reads, for every event it handles."""
+
+    repository: Repository | None = None
+    pull_request: PullRequest | None = None
+    workflow_run: WorkflowRun | None = None
+    inputs: dict[str, str | bool | int | float | None] | None = None  # workflow_dispatch
+    ref: str | None = None  # push
+    after: str | None = None  # push: the pushed commit

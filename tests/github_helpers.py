@@ -1,0 +1,173 @@
+"""Shared pieces of the GitHub action tests: run artifacts, a workspace, ``ragproof action``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gate import __version__
+from gate.artifact import DatasetInfo, GitInfo, MetricSummary, Row, RunMeta, Summary, ToolInfo, write_artifact
+from gate.github.workflow import parse_output_file
+from gate.metrics.base import MetricResult
+
+METRIC = "retrieval.recall_at_k"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+CONFIG = """\
+version: 1
+dataset: cases.jsonl
+adapter:
+  type: replay
+  path: replay.jsonl
+run:
+  k: 3
+  metrics: [retrieval.recall_at_k, retrieval.hit_rate_at_k]
+gate:
+  resamples: 1000
+  min_pairs: 5
+  slices: [kind]
+"""
+
+
+def write_run(
+    directory: Path, values: list[float], *, commit: str = "c1" * 20, run_id: str = "run-1"
+) -> Path:
+    """A complete run artifact with one scored metric per case (values in case order)."""
+    rows = [
+        Row(
+            case_id=f"case-{i:02d}",
+            position=i,
+            kind="qa",
+            status="ok",
+            metrics={METRIC: MetricResult.scored(value)},
+        )
+        for i, value in enumerate(values)
+    ]
+    mean = sum(values) / len(values)
+    meta = RunMeta(
+        run_id=run_id,
+        created_at="2026-03-01T00:00:00Z",
+        tool=ToolInfo(version=__version__),
+        git=GitInfo(commit=commit, ref="refs/heads/main"),
+        dataset=DatasetInfo(path="cases.jsonl", sha256="d" * 64, case_count=len(values)),
+        config_hash="h" * 64,
+        k=3,
+        source_match="chunk",
+        metrics=[METRIC],
+        slices=["kind"],
+    )
+    summary = Summary(
+        cases=len(values),
+        failures=0,
+        adapter_failure_rate=0.0,
+        slices={"all": {METRIC: MetricSummary(mean=mean, scored=len(values))}},
+    )
+    return write_artifact(directory, meta, rows, summary)
+
+
+GOOD = [1.0] * 16 + [0.0] * 4  # mean 0.8
+BAD = [1.0] * 4 + [0.0] * 16  # mean 0.2: a clear block
+
+
+@dataclass
+class ActionRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    workspace: Path
+
+
+def make_workspace(root: Path, *, config: str = CONFIG) -> Path:
+    workspace = root / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / "ragproof.yaml").write_text(config)
+    return workspace
+
+
+def run_action(
+    root: Path,
+    api_url: str,
+    *,
+    event_name: str,
+    event: dict[str, Any],
+    inputs: dict[str, str],
+    token: str = "ghs_write",
+    sha: str = "m0" * 20,
+    ref: str = "refs/pull/7/merge",
+    workflow_file: str = "pr-gate.yml",
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> ActionRun:
+    """Run ``ragproof action`` as the runner would: a subprocess with GITHUB_*/INPUT_* set."""
+    workspace = root / "workspace"
+    home = root / "runner"
+    home.mkdir(exist_ok=True)
+    event_path = home / "event.json"
+    event_path.write_text(json.dumps(event))
+    output_path = home / "output.txt"
+    summary_path = home / "summary.md"
+    output_path.write_text("")
+    summary_path.write_text("")
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "PYTHONPATH": str(REPO_ROOT),
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event_name,
+        "GITHUB_EVENT_PATH": str(event_path),
+        "GITHUB_REPOSITORY": "acme/rag",
+        "GITHUB_API_URL": api_url,
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_SHA": sha,
+        "GITHUB_REF": ref,
+        "GITHUB_RUN_ID": "9001",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_WORKFLOW_REF": f"acme/rag/.github/workflows/{workflow_file}@{ref}",
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_OUTPUT": str(output_path),
+        "GITHUB_STEP_SUMMARY": str(summary_path),
+        "INPUT_GITHUB-TOKEN": token,
+    }
+    env.update({f"INPUT_{name.upper()}": value for name, value in inputs.items()})
+    env.update(extra_env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "action"],
+        env=env,
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return ActionRun(
+        proc.returncode,
+        proc.stdout,
+        proc.stderr,
+        parse_output_file(output_path.read_text()),
+        summary_path.read_text(),
+        workspace,
+    )
+
+
+def pull_request_event(
+    number: int = 7, head_sha: str = "a1" * 20, head_repo: str = "acme/rag"
+) -> dict[str, Any]:
+    repo = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
+    return {
+        "action": "synchronize",
+        "number": number,
+        "repository": repo,
+        "pull_request": {
+            "number": number,
+            "state": "open",
+            "head": {"sha": head_sha, "ref": "feature", "repo": {"full_name": head_repo}},
+            "base": {"sha": "c1" * 20, "ref": "main", "repo": repo},
+        },
+    }
