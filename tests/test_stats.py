@@ -1,0 +1,256 @@
+"""gate.stats: the 001 worked example, agreement with scipy, simulations, determinism, memory."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gate import stats
+from gate.decide import interval_decision
+from gate.stats import bootstrap_means, cohen_kappa, minimum_detectable_effect, paired_bootstrap
+
+
+def seed_systems() -> tuple[list[float], list[float]]:
+    """001's two retriever configs on 300 questions, regenerated as the seed does."""
+    rng = random.Random(1)
+    base = [1.0 if rng.random() < 0.72 else 0.0 for _ in range(300)]
+    cand = [b if rng.random() < 0.9 else 1.0 - b for b in base]
+    return base, cand
+
+
+# -- the worked example ---------------------------------------------------------------------
+
+
+def test_kappa_of_the_200_labels():
+    human = [1] * 150 + [0] * 50
+    judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
+    # observed 0.85, expected 0.75*0.82 + 0.25*0.18 = 0.66 -> 0.19 / 0.34
+    assert cohen_kappa(human, judge) == pytest.approx(19 / 34, abs=1e-12)
+    assert round(cohen_kappa(human, judge), 3) == 0.559
+
+
+def test_kappa_edge_cases():
+    assert cohen_kappa(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+    assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))  # chance explains all agreement
+    assert cohen_kappa([1, 0], [0, 1]) == -1.0
+    with pytest.raises(ValueError):
+        cohen_kappa([1], [1, 0])
+    with pytest.raises(ValueError):
+        cohen_kappa([], [])
+
+
+def test_seed_systems_block_at_margin_002():
+    base, cand = seed_systems()
+    assert sum(base) / 300 == pytest.approx(0.717, abs=5e-4)
+    assert sum(cand) / 300 == pytest.approx(0.673, abs=5e-4)
+    mean, lo, hi = paired_bootstrap(base, cand)
+    assert mean == pytest.approx(-13 / 300, abs=1e-12)  # -0.043
+    # 001 prints [-0.077, -0.010] from another RNG; the Monte-Carlo error of a 2.5% quantile
+    # with 10,000 resamples is about 0.001 here.
+    assert lo == pytest.approx(-0.077, abs=0.006)
+    assert hi == pytest.approx(-0.010, abs=0.006)
+    assert interval_decision(lo, hi, 0.02) == "block"
+    for seed in (1, 2, 3):
+        _, lo_s, hi_s = paired_bootstrap(base, cand, seed=seed)
+        assert interval_decision(lo_s, hi_s, 0.02) == "block"
+
+
+# -- agreement with scipy -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method,scipy_method", [("percentile", "percentile"), ("bca", "BCa")])
+def test_agrees_with_scipy_bootstrap(method, scipy_method):
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(42)
+    for trial in range(3):
+        base = rng.beta(2, 3, size=150)
+        cand = np.clip(base + rng.normal(0.02, 0.1, size=150), 0, 1)
+        mean, lo, hi = paired_bootstrap(base, cand, method=method, seed=trial)
+        ref = bootstrap(
+            (base, cand),
+            lambda b, c, axis: np.mean(c - b, axis=axis),
+            paired=True,
+            vectorized=True,
+            method=scipy_method,
+            n_resamples=10_000,
+            random_state=trial,
+        )
+        se = np.std(cand - base, ddof=1) / np.sqrt(150)
+        assert mean == pytest.approx(np.mean(cand - base), abs=1e-12)
+        # quantiles of 10,000 resamples differ by about 0.03 SE between generators
+        assert lo == pytest.approx(ref.confidence_interval.low, abs=0.12 * se)
+        assert hi == pytest.approx(ref.confidence_interval.high, abs=0.12 * se)
+
+
+# -- simulations ----------------------------------------------------------------------------
+
+
+def _synthetic(sets: int, n: int, flip: float, seed: int, *, null: bool = False) -> tuple[np.ndarray, float]:
+    """``sets`` independent data sets of paired differences as columns, and the true mean."""
+    rng = np.random.default_rng(seed)
+    base = (rng.random((n, sets)) < 0.7).astype(float)
+    if null:
+        # Changed cases are redrawn from the same distribution: no true change.
+        redraw = (rng.random((n, sets)) < 0.7).astype(float)
+        cand = np.where(rng.random((n, sets)) < flip, redraw, base)
+        return cand - base, 0.0
+    cand = np.where(rng.random((n, sets)) < flip, 1 - base, base)
+    return cand - base, flip * (0.3 - 0.7)
+
+
+def test_coverage_of_95_percent_intervals():
+    diffs, truth = _synthetic(1000, 200, 0.15, seed=7)
+    result = bootstrap_means(diffs, resamples=2000, seed=11)
+    covered = np.mean((result.lo <= truth) & (truth <= result.hi))
+    assert covered >= 0.93, covered
+
+
+def test_no_change_block_rate():
+    diffs, _ = _synthetic(1000, 200, 0.2, seed=8, null=True)
+    result = bootstrap_means(diffs, resamples=2000, seed=12)
+    blocks = np.array([interval_decision(lo, hi, 0.02) == "block" for lo, hi in zip(result.lo, result.hi)])
+    # nominal 2.5% (one side of a 95% interval) plus three binomial SEs over 1000 sets
+    assert blocks.mean() <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 1000), blocks.mean()
+
+
+def test_cluster_bootstrap_widens_for_grouped_questions():
+    rng = np.random.default_rng(3)
+    groups, size = 40, 10
+    effect = np.repeat(rng.normal(0, 0.2, groups), size)  # questions of one document move together
+    diffs = effect + rng.normal(0, 0.05, groups * size)
+    labels = np.repeat(np.arange(groups), size)
+    naive = bootstrap_means(diffs, resamples=4000, seed=1)
+    grouped = bootstrap_means(diffs, resamples=4000, seed=1, clusters=labels)
+    assert grouped.estimate[0] == pytest.approx(naive.estimate[0])
+    width_naive = naive.hi[0] - naive.lo[0]
+    width_grouped = grouped.hi[0] - grouped.lo[0]
+    # design effect 1 + (m - 1) * ICC with ICC ~ 0.94: the SE grows about 3x
+    assert width_grouped > 2 * width_naive
+    assert int(grouped.units[0]) == groups
+    _, lo, hi = paired_bootstrap(np.zeros(groups * size), diffs, resamples=4000, seed=1, clusters=labels)
+    assert (lo, hi) == pytest.approx((grouped.lo[0], grouped.hi[0]))
+
+
+def test_cluster_coverage_holds_where_naive_fails():
+    rng = np.random.default_rng(5)
+    sets, groups, size = 300, 30, 8
+    effect = np.repeat(rng.normal(0, 0.3, (groups, sets)), size, axis=0)
+    diffs = effect + rng.normal(0, 0.1, (groups * size, sets))
+    labels = np.repeat(np.arange(groups), size)
+    naive = bootstrap_means(diffs, resamples=1000, seed=2)
+    grouped = bootstrap_means(diffs, resamples=1000, seed=2, clusters=labels)
+    cover = lambda r: np.mean((r.lo <= 0) & (0 <= r.hi))  # noqa: E731
+    assert cover(grouped) >= 0.90
+    assert cover(naive) < 0.75
+
+
+# -- missing values, batching, determinism ---------------------------------------------------
+
+
+def test_missing_values_drop_pairs():
+    base = [1.0, None, 0.0, 1.0, 0.5, float("nan")] * 20
+    cand = [1.0, 1.0, None, 0.0, 1.0, 1.0] * 20
+    mean, lo, hi = paired_bootstrap(base, cand, resamples=4000)
+    kept = [(b, c) for b, c in zip(base, cand) if b is not None and c is not None and not math.isnan(b)]
+    assert mean == pytest.approx(sum(c - b for b, c in kept) / len(kept))
+    _, lo2, hi2 = paired_bootstrap([b for b, _ in kept], [c for _, c in kept], resamples=4000)
+    se = np.std([c - b for b, c in kept], ddof=1) / math.sqrt(len(kept))
+    assert lo == pytest.approx(lo2, abs=0.2 * se) and hi == pytest.approx(hi2, abs=0.2 * se)
+    with pytest.raises(ValueError, match="no case"):
+        paired_bootstrap([None, 1.0], [1.0, None])
+    with pytest.raises(ValueError, match="scores"):
+        paired_bootstrap([1.0], [1.0, 0.0])
+
+
+def test_columns_share_resamples_and_batching_does_not_change_results(monkeypatch):
+    rng = np.random.default_rng(9)
+    data = rng.random((700, 5))
+    data[rng.random((700, 5)) < 0.2] = np.nan
+    first = bootstrap_means(data, resamples=1000, seed=4)
+    monkeypatch.setattr(stats, "TASK_CELLS", 1)  # one block per task
+    monkeypatch.setattr(stats, "MAX_WORKERS", 1)
+    monkeypatch.setattr(stats, "COLUMN_GROUP", 2)
+    second = bootstrap_means(data, resamples=1000, seed=4)
+    for field in ("estimate", "lo", "hi", "se"):
+        assert np.array_equal(getattr(first, field), getattr(second, field))
+    # identical columns get identical intervals (common random numbers)
+    twin = bootstrap_means(np.column_stack([data[:, 0], data[:, 0]]), resamples=1000, seed=4)
+    assert twin.lo[0] == twin.lo[1] == first.lo[0]
+    assert not np.array_equal(first.lo, bootstrap_means(data, resamples=1000, seed=5).lo)
+
+
+_DIGEST = """
+import hashlib, numpy as np
+from gate.stats import bootstrap_means
+data = np.random.default_rng(0).random((3000, 37)) * 3 - 1
+r = bootstrap_means(data, resamples=700, seed=3, clusters=np.arange(3000) // 3)
+s = bootstrap_means(data, resamples=700, seed=3)
+print(hashlib.sha256(r.lo.tobytes() + r.hi.tobytes() + s.lo.tobytes() + s.hi.tobytes()).hexdigest())
+"""
+
+
+def test_deterministic_whatever_the_thread_count():
+    digests = set()
+    for threads in ("1", "2", "3"):
+        env = {
+            "OPENBLAS_NUM_THREADS": threads,
+            "OMP_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+            "PATH": "",
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", _DIGEST], capture_output=True, text=True, env=env, check=True
+        )
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1
+
+
+def test_memory_stays_bounded_at_100k_cases():
+    data = np.random.default_rng(1).random((100_000, 8))
+    tracemalloc.start()
+    try:
+        bootstrap_means(data, resamples=256, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 512 * 2**20, peak
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=2, max_size=40), st.integers(0, 2**32))
+def test_interval_contains_estimate_and_is_ordered(values, seed):
+    r = bootstrap_means(np.array(values), resamples=200, seed=seed)
+    assert r.lo[0] <= r.hi[0]
+    assert min(values) - 1e-9 <= r.lo[0] and r.hi[0] <= max(values) + 1e-9
+    digest = hashlib.sha256(r.lo.tobytes()).hexdigest()
+    assert (
+        digest
+        == hashlib.sha256(
+            bootstrap_means(np.array(values), resamples=200, seed=seed).lo.tobytes()
+        ).hexdigest()
+    )
+
+
+def test_minimum_detectable_effect():
+    assert minimum_detectable_effect(0.01) == pytest.approx(0.01 * (1.959964 + 0.841621), rel=1e-5)
+    assert minimum_detectable_effect(0.01, confidence=0.99) > minimum_detectable_effect(0.01)
+    assert minimum_detectable_effect(0.0) == 0.0
+
+
+def test_constant_column_and_empty():
+    r = bootstrap_means(np.full(30, 0.25), resamples=300, method="bca")
+    assert (r.lo[0], r.hi[0], r.estimate[0]) == pytest.approx((0.25, 0.25, 0.25))
+    empty = bootstrap_means(np.full((5, 1), np.nan), resamples=100)
+    assert math.isnan(empty.lo[0]) and empty.n[0] == 0
+    with pytest.raises(ValueError):
+        bootstrap_means(np.zeros(3), confidence=1.0)
