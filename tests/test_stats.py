@@ -118,7 +118,9 @@ def test_coverage_of_95_percent_intervals():
 def test_no_change_block_rate():
     diffs, _ = _synthetic(1000, 200, 0.2, seed=8, null=True)
     result = bootstrap_means(diffs, resamples=2000, seed=12)
-    blocks = np.array([interval_decision(lo, hi, 0.02) == "block" for lo, hi in zip(result.lo, result.hi)])
+    blocks = np.array(
+        [interval_decision(lo, hi, 0.02) == "block" for lo, hi in zip(result.lo, result.hi, strict=True)]
+    )
     # nominal 2.5% (one side of a 95% interval) plus three binomial SEs over 1000 sets
     assert blocks.mean() <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 1000), blocks.mean()
 
@@ -149,7 +151,7 @@ def test_cluster_coverage_holds_where_naive_fails():
     labels = np.repeat(np.arange(groups), size)
     naive = bootstrap_means(diffs, resamples=1000, seed=2)
     grouped = bootstrap_means(diffs, resamples=1000, seed=2, clusters=labels)
-    cover = lambda r: np.mean((r.lo <= 0) & (0 <= r.hi))  # noqa: E731
+    cover = lambda r: np.mean((r.lo <= 0) & (r.hi >= 0))  # noqa: E731
     assert cover(grouped) >= 0.90
     assert cover(naive) < 0.75
 
@@ -161,7 +163,11 @@ def test_missing_values_drop_pairs():
     base = [1.0, None, 0.0, 1.0, 0.5, float("nan")] * 20
     cand = [1.0, 1.0, None, 0.0, 1.0, 1.0] * 20
     mean, lo, hi = paired_bootstrap(base, cand, resamples=4000)
-    kept = [(b, c) for b, c in zip(base, cand) if b is not None and c is not None and not math.isnan(b)]
+    kept = [
+        (b, c)
+        for b, c in zip(base, cand, strict=True)
+        if b is not None and c is not None and not math.isnan(b)
+    ]
     assert mean == pytest.approx(sum(c - b for b, c in kept) / len(kept))
     _, lo2, hi2 = paired_bootstrap([b for b, _ in kept], [c for _, c in kept], resamples=4000)
     se = np.std([c - b for b, c in kept], ddof=1) / math.sqrt(len(kept))
