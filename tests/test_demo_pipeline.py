@@ -9,7 +9,10 @@ metric registry and check that the effect holds the way the gate will see it.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import re
+import subprocess
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -305,3 +308,59 @@ def test_candidate_is_clearly_worse_on_billing_and_better_on_every_other_topic(
     for topic in sorted(topics):
         b, c = paired(base, cand, slice_ids(dataset, topic), "answer.token_f1")
         assert mean(c) > mean(b), topic
+
+
+# ------------------------------------------------------------------ through the command line
+
+_DUMP = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import pipeline
+from gate.dataset import load_dataset
+cases = load_dataset(sys.argv[1] + "/cases.jsonl").cases
+for factory in (pipeline.make_baseline, pipeline.make_candidate):
+    pipe = factory()
+    for case in cases:
+        print(json.dumps([pipe.retrieve(case.question, 5), pipe.answer(case.question)], sort_keys=True))
+"""
+
+
+def test_answers_do_not_depend_on_the_hash_seed() -> None:
+    outputs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", _DUMP, str(DEMO)], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count("\n") == 2 * len(load_dataset(DEMO / "cases.jsonl"))
+
+
+def test_ragproof_run_scores_the_demo_like_the_registry_does(tmp_path: Path, runs: dict) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gate",
+            "run",
+            "-c",
+            str(DEMO / "ragproof.yaml"),
+            "--out",
+            "base",
+            "--no-progress",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "base" / "rows.jsonl").read_text().splitlines()]
+    scores = runs["baseline"][0]
+    assert [r["case_id"] for r in rows] == list(scores)
+    for row in rows:
+        assert row["status"] == "ok", row["case_id"]
+        for name, value in scores[row["case_id"]].items():
+            assert row["metrics"][name]["value"] == value, (row["case_id"], name)

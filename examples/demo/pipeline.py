@@ -64,6 +64,7 @@ SYNONYMS = {
     "space": "storage",
     "login": "sign",
     "logins": "sign",
+    # "two-factor" is indexed as the words "two" and "factor"
     "mfa": "two",
     "2fa": "two",
     "kept": "keep",
@@ -96,7 +97,11 @@ INJECTION_PATTERN = re.compile(
 
 
 def light_stem(word: str) -> str:
-    """Strip one common English suffix: -ies→-y, -ing, -ed, plural -s (not -ss, -us)."""
+    """A light stemmer: one of -ies→-y, -ing, -ed or plural -s (not -ss, -us), then a final -e.
+
+    Far cruder than Porter's; enough to join "copies"/"copy", "rotate"/"rotated"/"rotating",
+    "attachments"/"attachment". Short words are left alone.
+    """
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
@@ -338,7 +343,11 @@ class HandbookPipeline:
     def _ranked(self, question: str, k: int) -> tuple[list[dict[str, Any]], float]:
         query = self.analyzer.terms(question)
         hits = self.index.top(query, k)
-        chunks = [{**self.chunks[i], "score": round(s, 6)} for i, s in hits]
+        # fresh dicts: callers may keep or change what they get without touching the index
+        chunks = [
+            {**self.chunks[i], "metadata": dict(self.chunks[i]["metadata"]), "score": round(s, 6)}
+            for i, s in hits
+        ]
         return chunks, self.index.idf_mass(query)
 
     def retrieve(self, question: str, k: int) -> list[dict[str, Any]]:
@@ -349,14 +358,16 @@ class HandbookPipeline:
         declined = {"text": REFUSAL, "citations": [], "retrieved_chunks": chunks}
         if not chunks or mass <= 0 or chunks[0]["score"] / mass < self.settings.min_retrieval_coverage:
             return declined
-        query = set(self.analyzer.terms(question))
+        # distinct terms in question order: float sums in a fixed order, whatever the hash seed
+        query = list(dict.fromkeys(self.analyzer.terms(question)))
         best: tuple[float, int, int] | None = None
         best_passage: Passage | None = None
         for rank, chunk in enumerate(chunks[: self.settings.context_chunks]):
             for passage in read_passages(chunk["text"], rank):
                 if INJECTION_PATTERN.search(passage.text):
                     continue
-                overlap = sum(self.index.idf(t) for t in query & set(self.analyzer.terms(passage.match_text)))
+                words = set(self.analyzer.terms(passage.match_text))
+                overlap = sum(self.index.idf(t) for t in query if t in words)
                 # Prefer better-ranked chunks a little: a passage from the top chunk wins a near-tie.
                 key = (overlap * (1.0 - 0.05 * rank), -rank, -passage.position)
                 if best is None or key > best:
