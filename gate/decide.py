@@ -66,7 +66,7 @@ def interval_decision(lo: float, hi: float, margin: float) -> Overall:
 
 def interval_reason(decision: str, lo: float, hi: float, margin: float) -> str:
     if decision == "pass":
-        return f"lower end {lo:+.4f} ≥ −margin {-margin:+.4f}"
+        return f"lower end {lo:+.4f} ≥ -margin {-margin:+.4f}"
     if decision == "block":
         return f"real drop: the whole interval [{lo:+.4f}, {hi:+.4f}] is below zero"
     return f"inconclusive: [{lo:+.4f}, {hi:+.4f}] reaches below -margin {-margin:+.4f} and above zero"

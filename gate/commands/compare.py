@@ -1,0 +1,92 @@
+"""``ragproof compare BASELINE CANDIDATE``: paired comparison and gate decisions.
+
+Exit codes (design.md): 0 pass or below the ``--fail-on`` level; 1 the gate failed;
+3 the runs are not comparable; 64 usage or configuration error; 65 bad artifact data.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gate.environment import Environment
+from gate.errors import UsageError
+
+if TYPE_CHECKING:
+    from gate.compare import Comparison
+
+HELP = "compare two run artifacts (dirs or .zip) and decide every gate"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("baseline", metavar="BASELINE", help="baseline run artifact (directory or .zip)")
+    parser.add_argument("candidate", metavar="CANDIDATE", help="candidate run artifact (directory or .zip)")
+    parser.add_argument("-c", "--config", metavar="FILE", help="ragproof.yaml whose gate section applies")
+    parser.add_argument("--json", metavar="FILE", help="write the decision document (docs/gate.md)")
+    parser.add_argument("--markdown", metavar="FILE", help="write the Markdown report")
+    parser.add_argument("--html", metavar="FILE", help="write the self-contained HTML report")
+    parser.add_argument(
+        "--allow-mixed-judges",
+        action="store_true",
+        help="compare runs scored by different judge models or prompts (with a warning)",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("block", "review", "never"),
+        default=None,
+        help="lowest overall decision that exits 1 (default: gate.fail_on, block)",
+    )
+
+
+def resolve_path(env: Environment, value: str) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else env.cwd / path
+
+
+def write_text(path: Path, text: str, what: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
+
+
+def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.artifact import read_artifact
+    from gate.compare import compare_runs
+    from gate.config import GateConfig, load_config
+    from gate.decide import exit_code_for
+    from gate.report.html import render_compare_html
+    from gate.report.markdown import render_markdown
+
+    gate_config = (
+        load_config(resolve_path(env, args.config), env.variables).gate if args.config else GateConfig()
+    )
+    baseline = read_artifact(resolve_path(env, args.baseline))
+    candidate = read_artifact(resolve_path(env, args.candidate))
+    comparison = compare_runs(baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges)
+    if args.json:
+        write_text(resolve_path(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
+    if args.markdown:
+        write_text(resolve_path(env, args.markdown), render_markdown(comparison), "Markdown report")
+    if args.html:
+        write_text(
+            resolve_path(env, args.html), render_compare_html(comparison, baseline, candidate), "HTML report"
+        )
+    print(summary_line(comparison))
+    return exit_code_for(comparison.overall, args.fail_on or gate_config.fail_on)
+
+
+def summary_line(comparison: Comparison) -> str:
+    """The decision and every non-passing gate, for the terminal."""
+    gating = comparison.gating()
+    counts = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
+    parts = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+    line = f"ragproof compare: {comparison.overall} ({parts or 'no gates'})"
+    for g in gating:
+        if g.decision in {"block", "review"}:
+            line += f"\n  {g.decision:6} {g.metric} [{g.slice}] Δ {g.delta:+.4f} [{g.lo:+.4f}, {g.hi:+.4f}]: {g.reason}"
+    for w in comparison.warnings:
+        line += f"\n  warning: {w}"
+    return line
