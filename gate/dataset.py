@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -44,6 +46,29 @@ class Case(BaseModel):
         # Integers are common in hand-written files; accept them as their decimal string.
         if isinstance(v, int) and not isinstance(v, bool):
             return str(v)
+        return v
+
+    @field_validator("question")
+    @classmethod
+    def _question_has_text(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("question is blank")
+        return v
+
+    @field_validator("expected_source_ids")
+    @classmethod
+    def _ids_not_empty(cls, v: list[str]) -> list[str]:
+        # an empty string would match every chunk text in substring mode
+        if any(not item for item in v):
+            raise ValueError("expected_source_ids must not contain an empty string")
+        return v
+
+    @field_validator("relevance")
+    @classmethod
+    def _grades_finite(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        for key, grade in (v or {}).items():
+            if not math.isfinite(grade) or grade < 0:
+                raise ValueError(f"relevance grade of {key!r} must be a finite number >= 0, got {grade}")
         return v
 
     def tag_values(self) -> list[str]:
@@ -160,3 +185,23 @@ def load_dataset(path: str | Path, version: str | None = None) -> Dataset:
     if not cases:
         raise DataError(f"{p}: dataset has no cases")
     return Dataset(path=str(path), cases=cases, sha256=dataset_sha256(cases), version=version or file_version)
+
+
+def write_cases(path: Path, cases: list[Case] | tuple[Case, ...]) -> None:
+    """Write cases as a dataset file: JSONL, or YAML (``cases:`` list) for ``.yaml``/``.yml``.
+
+    Fields left at their defaults are omitted. The file is replaced atomically, so a reader
+    never sees half a dataset; loading it back gives the same cases and the same sha256.
+    """
+    records = [case.model_dump(mode="json", exclude_defaults=True) for case in cases]
+    if path.suffix.lower() in {".yaml", ".yml"}:
+        text = yaml.safe_dump({"cases": records}, sort_keys=False, allow_unicode=True)
+    else:
+        text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DataError(f"{path}: cannot write dataset: {exc}") from None
