@@ -214,7 +214,12 @@ def test_literal_markers_of_indirect_injections_are_planted_in_the_corpus(datase
     assert all(m not in corpus for m in direct_markers)
 
 
-def test_configs_name_the_two_factories_and_the_adapter_loads_them() -> None:
+def test_configs_name_the_two_factories_and_the_adapter_loads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the adapter puts the config's folder on sys.path and imports "pipeline": undo both afterwards
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    if "pipeline" not in sys.modules:
+        monkeypatch.setitem(sys.modules, "pipeline", None)
+        monkeypatch.delitem(sys.modules, "pipeline")
     for name, factory in (("ragproof.yaml", "make_baseline"), ("candidate.yaml", "make_candidate")):
         config = load_config(DEMO / name)
         assert config.adapter.type == "python"
