@@ -283,8 +283,9 @@ class Passage:
     position: int
 
 
-def table_cells(lines: list[str]) -> list[list[str]]:
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+def row_cells(line: str) -> list[str]:
+    """The cells of one Markdown table line: ``| a | b |`` → ``["a", "b"]``."""
+    return [c.strip() for c in line.strip().strip("|").split("|")]
 
 
 def read_passages(text: str, chunk_rank: int) -> list[Passage]:
@@ -297,7 +298,7 @@ def read_passages(text: str, chunk_rank: int) -> list[Passage]:
         if TABLE_SEPARATOR.match(line):
             continue
         if line.startswith("|"):
-            cells = table_cells([line])[0]
+            cells = row_cells(line)
             if i + 1 < len(lines) and TABLE_SEPARATOR.match(lines[i + 1].strip()):
                 header = cells
                 continue
