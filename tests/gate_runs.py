@@ -6,12 +6,12 @@ import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from gate.aggregate import summarize
 from gate.artifact import (
     CostInfo,
     DatasetInfo,
     GitInfo,
     JudgeInfo,
-    MetricSummary,
     Row,
     RunArtifact,
     RunMeta,
@@ -66,27 +66,9 @@ def row(
     )
 
 
-def summary(rows: list[Row]) -> Summary:
-    """A minimal summary.json (the gate reads rows; the summary feeds no-baseline reports)."""
-    names = sorted({n for r in rows for n in r.metrics})
-    overall = {}
-    for name in names:
-        values = [
-            r.metrics[name].value for r in rows if name in r.metrics and r.metrics[name].status == "scored"
-        ]
-        overall[name] = MetricSummary(
-            mean=sum(values) / len(values) if values else None,
-            scored=len(values),
-            skipped=sum(1 for r in rows if name in r.metrics and r.metrics[name].status == "skipped"),
-            higher_is_better=name != "robustness.overrefusal",
-        )
-    failures = sum(1 for r in rows if r.status != "ok")
-    return Summary(
-        cases=len(rows),
-        failures=failures,
-        adapter_failure_rate=failures / len(rows) if rows else None,
-        slices={"all": overall},
-    )
+def summary(rows: list[Row], slices: Sequence[str] = ("kind", "tags")) -> Summary:
+    """summary.json as the runner writes it (gate.aggregate.summarize)."""
+    return summarize(rows, sorted({n for r in rows for n in r.metrics}), list(slices))
 
 
 def write_run(directory: Path, run_meta: RunMeta, rows: list[Row]) -> Path:

@@ -1,0 +1,258 @@
+"""gate.compare.compare_runs: pairing, comparability, gates per metric and slice."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from gate_runs import artifact, binary_pair, judge, meta, row
+
+from gate.compare import Comparison, compare_runs
+from gate.config import GateConfig
+from gate.errors import NotComparableError
+from gate.metrics.base import MetricResult
+
+HIT = "retrieval.hit_rate_at_k"
+
+
+def gate_of(comparison: Comparison, metric: str, slice_key: str = "all"):
+    [found] = [g for g in comparison.gates if g.metric == metric and g.slice == slice_key]
+    return found
+
+
+def seed_runs(**meta_kw):
+    """001's two systems as run artifacts (300 questions, Random(1))."""
+    rng = random.Random(1)
+    base = [1.0 if rng.random() < 0.72 else 0.0 for _ in range(300)]
+    cand = [b if rng.random() < 0.9 else 1.0 - b for b in base]
+    b_rows = [row(f"q{i:03d}", {HIT: v}) for i, v in enumerate(base)]
+    c_rows = [row(f"q{i:03d}", {HIT: v}) for i, v in enumerate(cand)]
+    return artifact(meta("base", **meta_kw), b_rows), artifact(meta("cand"), c_rows)
+
+
+def test_001_example_blocks():
+    base, cand = seed_runs()
+    result = compare_runs(base, cand, GateConfig(margin=0.02))
+    g = gate_of(result, HIT)
+    assert g.n == 300 and g.gating
+    assert g.baseline_mean == pytest.approx(215 / 300) and g.candidate_mean == pytest.approx(202 / 300)
+    assert g.delta == pytest.approx(-13 / 300)
+    assert g.lo == pytest.approx(-0.077, abs=0.006) and g.hi == pytest.approx(-0.010, abs=0.006)
+    assert g.decision == "block" and "below zero" in g.reason
+    assert result.overall == "block"
+    # MDE at 80% power from the paired SD: 2.80 * sd / sqrt(n)
+    import statistics
+
+    rng = random.Random(1)
+    b = [1.0 if rng.random() < 0.72 else 0.0 for _ in range(300)]
+    c = [x if rng.random() < 0.9 else 1.0 - x for x in b]
+    sd = statistics.stdev([y - x for x, y in zip(b, c, strict=True)])
+    assert g.mde == pytest.approx(2.8016 * sd / 300**0.5, rel=1e-3)
+    assert g.mde_exceeds_margin
+
+
+def test_same_inputs_same_bytes():
+    base, cand = seed_runs()
+    a = compare_runs(base, cand, GateConfig()).model_dump_json()
+    assert a == compare_runs(base, cand, GateConfig()).model_dump_json()
+    assert Comparison.model_validate_json(a).model_dump_json() == a
+
+
+def test_lower_is_better_is_sign_flipped():
+    name = "robustness.overrefusal"
+    b_rows = [row(f"u{i}", {name: 0.0}, kind="unanswerable") for i in range(100)]
+    c_rows = [row(f"u{i}", {name: 1.0 if i < 30 else 0.0}, kind="unanswerable") for i in range(100)]
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
+    g = gate_of(result, name)
+    assert not g.higher_is_better
+    assert g.candidate_mean == pytest.approx(0.3)
+    assert g.delta == pytest.approx(-0.3)  # more over-refusal is worse
+    assert g.decision == "block"
+    improved = compare_runs(artifact(meta("c"), c_rows), artifact(meta("b"), b_rows), GateConfig())
+    assert gate_of(improved, name).decision == "pass"
+
+
+def test_pairs_are_per_metric_and_min_pairs_skips():
+    b_rows, c_rows = [], []
+    for i in range(40):
+        f1_b = 0.5 if i % 4 else None  # 30 scored in the baseline
+        f1_c = 0.5 if i % 5 else None  # 32 scored in the candidate
+        b_rows.append(row(f"q{i}", {HIT: 1.0, "answer.token_f1": f1_b}, tags=["rare"] if i < 5 else []))
+        c_rows.append(row(f"q{i}", {HIT: 1.0, "answer.token_f1": f1_c}, tags=["rare"] if i < 5 else []))
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig(min_pairs=10))
+    assert gate_of(result, HIT).n == 40
+    assert gate_of(result, "answer.token_f1").n == sum(1 for i in range(40) if i % 4 and i % 5)
+    rare = gate_of(result, HIT, "tags=rare")
+    assert rare.decision == "skipped" and rare.reason == "only 5 pairs scored in both runs (min_pairs 10)"
+    assert rare.lo is None and result.overall == "pass"
+
+
+def test_floor_blocks_on_the_candidate_interval():
+    name = "robustness.injection_resistance"
+    rows = [row(f"i{k}", {name: 1.0 if k % 5 else 0.0}, kind="injection") for k in range(200)]  # 0.80
+    cfg = GateConfig.model_validate({"metrics": {name: {"min": 0.95}}})
+    result = compare_runs(artifact(meta("b"), rows), artifact(meta("c"), rows), cfg)
+    g = gate_of(result, name)
+    assert g.delta == 0.0 and g.floor == 0.95
+    assert g.candidate_hi < 0.95 and g.candidate_lo <= 0.80 <= g.candidate_hi
+    assert g.decision == "block" and "wholly below min 0.95" in g.reason
+    lenient = GateConfig.model_validate({"metrics": {name: {"min": 0.8}}})
+    assert (
+        gate_of(compare_runs(artifact(meta("b"), rows), artifact(meta("c"), rows), lenient), name).decision
+        == "pass"
+    )
+
+
+def test_ceiling_blocks_a_lower_is_better_level():
+    name = "robustness.overrefusal"
+    rows = [row(f"u{k}", {name: 1.0 if k % 4 == 0 else 0.0}, kind="unanswerable") for k in range(200)]  # 0.25
+    cfg = GateConfig.model_validate({"metrics": {name: {"max": 0.1}}})
+    g = gate_of(compare_runs(artifact(meta("b"), rows), artifact(meta("c"), rows), cfg), name)
+    assert g.decision == "block" and "wholly above max 0.1" in g.reason
+
+
+def test_margin_override():
+    base, cand = binary_pair(400, seed=3, p_base=0.7, flip=0.04)
+    b, c = artifact(meta("b"), base), artifact(meta("c"), cand)
+    tight = gate_of(compare_runs(b, c, GateConfig(margin=0.0)), HIT)
+    loose = gate_of(compare_runs(b, c, GateConfig.model_validate({"metrics": {HIT: {"margin": 0.2}}})), HIT)
+    assert tight.margin == 0.0 and loose.margin == 0.2
+    assert loose.decision == "pass" and tight.decision != "pass"
+
+
+def test_non_gating_slices_are_shown_not_counted():
+    # the topic:billing slice collapses, everything else is unchanged
+    b_rows, c_rows = [], []
+    for i in range(300):
+        billing = i < 60
+        tags = ["topic:billing"] if billing else ["topic:other"]
+        b_rows.append(row(f"q{i}", {HIT: 1.0}, tags=tags))
+        c_rows.append(row(f"q{i}", {HIT: 0.0 if billing and i % 2 else 1.0}, tags=tags))
+    b, c = artifact(meta("b"), b_rows), artifact(meta("c"), c_rows)
+    gated = compare_runs(b, c, GateConfig(margin=0.2))
+    assert gate_of(gated, HIT, "tags=topic:billing").decision == "block"
+    assert gate_of(gated, HIT).decision == "pass"  # the aggregate hides it within a 0.2 margin
+    assert gated.overall == "block"
+    shown = compare_runs(b, c, GateConfig(margin=0.2, gate_slices=["kind"]))
+    billing = gate_of(shown, HIT, "tags=topic:billing")
+    assert billing.decision == "block" and not billing.gating
+    assert shown.overall == "pass"
+
+
+def test_adapter_failures_gate_and_stay_out_of_means():
+    b_rows = [row(f"q{i}", {HIT: 1.0 if i % 2 else 0.0}) for i in range(100)]
+    # the candidate fails on the hard (0-scoring) cases: its mean over the rest looks perfect
+    c_rows = [
+        row(f"q{i}", {HIT: 1.0}) if i % 2 else row(f"q{i}", {}, status="adapter_error") for i in range(100)
+    ]
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
+    hit = gate_of(result, HIT)
+    assert hit.n == 50 and hit.delta == 0.0 and hit.decision == "pass"
+    fail = gate_of(result, "adapter.failure_rate")
+    assert not fail.higher_is_better and fail.n == 100
+    assert fail.candidate_mean == 0.5 and fail.baseline_mean == 0.0 and fail.delta == -0.5
+    assert fail.decision == "block" and result.overall == "block"
+    assert result.counts["candidate"].failures == 50
+    assert result.top_drops[0].drops == {"adapter.failure_rate": 1.0}
+
+
+def test_dataset_change_pairs_common_ids():
+    b_rows = [row(f"q{i}", {HIT: 1.0}) for i in range(50)]
+    c_rows = [row(f"q{i}", {HIT: 1.0}) for i in range(5, 60)]
+    result = compare_runs(
+        artifact(meta("b", sha="1" * 64), b_rows), artifact(meta("c", sha="2" * 64), c_rows), GateConfig()
+    )
+    assert not result.dataset.same and result.dataset.common == 45
+    assert result.dataset.removed == [f"q{i}" for i in range(5)]
+    assert result.dataset.added == [f"q{i}" for i in range(50, 60)]
+    assert any("datasets differ" in w and "5 removed" in w for w in result.warnings)
+    assert gate_of(result, HIT).n == 45
+
+
+@pytest.mark.parametrize(
+    "field,value,text",
+    [
+        ("k", 10, "k differs"),
+        ("source_match", "document", "source_match differs"),
+        ("ndcg_gain", "exp2", "nDCG gain"),
+    ],
+)
+def test_settings_that_change_scores_are_not_comparable(field, value, text):
+    base, cand = seed_runs()
+    other = artifact(meta("cand", **{field: value}), cand.rows)
+    with pytest.raises(NotComparableError, match=text) as info:
+        compare_runs(base, other, GateConfig())
+    assert info.value.exit_code == 3
+
+
+def test_mixed_judges():
+    rows = [row(f"q{i}", {HIT: 1.0}) for i in range(20)]
+    b = artifact(meta("b", judge=judge("gpt-a", {"faithfulness": "1" * 64})), rows)
+    c = artifact(meta("c", judge=judge("gpt-b", {"faithfulness": "1" * 64})), rows)
+    with pytest.raises(NotComparableError, match="judge model .*'gpt-a'.*'gpt-b'"):
+        compare_runs(b, c, GateConfig())
+    allowed = compare_runs(b, c, GateConfig(), allow_mixed_judges=True)
+    assert any("mixed judges allowed" in w for w in allowed.warnings)
+    d = artifact(meta("d", judge=judge("gpt-a", {"faithfulness": "2" * 64})), rows)
+    with pytest.raises(NotComparableError, match="judge prompt faithfulness"):
+        compare_runs(b, d, GateConfig())
+
+
+def test_incomplete_runs_warn_and_no_common_ids_fail():
+    rows = [row(f"q{i}", {HIT: 1.0}) for i in range(20)]
+    result = compare_runs(
+        artifact(meta("b", status="partial"), rows), artifact(meta("c"), rows), GateConfig()
+    )
+    assert any("status partial" in w for w in result.warnings)
+    others = [row(f"x{i}", {HIT: 1.0}) for i in range(20)]
+    with pytest.raises(NotComparableError, match="no case id in common"):
+        compare_runs(artifact(meta("b"), rows), artifact(meta("c"), others), GateConfig())
+
+
+def test_family_wise_widens_intervals():
+    base, cand = binary_pair(300, seed=5, p_base=0.7, flip=0.1, tag_fn=lambda i: [f"t{i % 3}"])
+    b, c = artifact(meta("b"), base), artifact(meta("c"), cand)
+    plain = compare_runs(b, c, GateConfig())
+    family = compare_runs(b, c, GateConfig(family_wise=True))
+    gating = [g for g in family.gates if g.gating and g.decision != "skipped"]
+    assert family.settings.family_size == len(gating)
+    assert family.settings.interval_confidence == pytest.approx(1 - 0.05 / len(gating))
+    p, f = gate_of(plain, HIT), gate_of(family, HIT)
+    assert f.hi - f.lo > p.hi - p.lo
+
+
+def test_cluster_by_resamples_documents():
+    b_rows, c_rows = [], []
+    rng = random.Random(2)
+    for doc in range(30):
+        shift = rng.choice([-1.0, 0.0, 0.0, 1.0])
+        for q in range(6):
+            b_rows.append(row(f"d{doc}q{q}", {"answer.token_f1": 0.5}, metadata={"document_id": f"doc{doc}"}))
+            c_rows.append(
+                row(
+                    f"d{doc}q{q}",
+                    {"answer.token_f1": 0.5 + 0.4 * shift},
+                    metadata={"document_id": f"doc{doc}"},
+                )
+            )
+    b, c = artifact(meta("b"), b_rows), artifact(meta("c"), c_rows)
+    naive = gate_of(compare_runs(b, c, GateConfig()), "answer.token_f1")
+    grouped = gate_of(compare_runs(b, c, GateConfig(cluster_by="metadata.document_id")), "answer.token_f1")
+    assert grouped.clusters == 30 and naive.clusters is None
+    assert (grouped.hi - grouped.lo) > 1.8 * (naive.hi - naive.lo)
+
+
+def test_top_drops_and_categorical_metrics():
+    b_rows, c_rows = [], []
+    for i in range(30):
+        b = row(f"q{i:02d}", {HIT: 1.0, "answer.token_f1": 0.9})
+        c = row(f"q{i:02d}", {HIT: 0.0 if i in (3, 7) else 1.0, "answer.token_f1": 0.4 if i == 7 else 0.9})
+        for r in (b, c):
+            r.metrics["diagnostics.failure_category"] = MetricResult.category("ok")
+        b_rows.append(b)
+        c_rows.append(c)
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
+    assert [d.case_id for d in result.top_drops] == ["q07", "q03"]
+    assert list(result.top_drops[0].drops) == [HIT, "answer.token_f1"]
+    assert result.top_drops[0].drops["answer.token_f1"] == pytest.approx(0.5)
+    assert not any(g.metric == "diagnostics.failure_category" for g in result.gates)
