@@ -106,17 +106,17 @@ def oracle(agree: bool):
     return respond
 
 
-def _calibrate(server: JudgeServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _ragproof(cwd: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPROOF_")}
-    env.update(RAGPROOF_JUDGE_MODEL="oracle-judge", RAGPROOF_JUDGE_BASE_URL=server.openai_url)
+    env.update(variables)
     return subprocess.run(
-        [sys.executable, "-m", "gate", "calibrate", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-m", "gate", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
     )
+
+
+def _calibrate(server: JudgeServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    judge = {"RAGPROOF_JUDGE_MODEL": "oracle-judge", "RAGPROOF_JUDGE_BASE_URL": server.openai_url}
+    return _ragproof(cwd, "calibrate", *args, **judge)
 
 
 def _rows(stdout: str) -> dict[str, list[str]]:
@@ -171,15 +171,7 @@ def test_thresholds_come_from_the_config(tmp_path: Path) -> None:
 
 
 def test_without_a_judge_is_a_usage_error(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPROOF_")}
-    proc = subprocess.run(
-        [sys.executable, "-m", "gate", "calibrate"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _ragproof(tmp_path, "calibrate")
     assert proc.returncode == 64
     assert proc.stderr.strip() == (
         "ragproof: error: calibrate needs a judge: set judge.model in ragproof.yaml or RAGPROOF_JUDGE_MODEL"
