@@ -300,6 +300,8 @@ async def _run_loop(
                 task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         stopped.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await all_done  # retrieve its outcome (the cancellation) so none is left unobserved
     finally:
         ticking.cancel()
         for signum in handled:

@@ -22,7 +22,11 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.aggregate import summarize
     from gate.artifact import merge_artifacts, read_artifact, write_artifact
 
-    parts = [read_artifact(resolve(env, part)) for part in args.parts]
+    parts = []
+    for part in args.parts:
+        artifact = read_artifact(resolve(env, part))
+        artifact.source = part  # messages name the parts as they were given
+        parts.append(artifact)
     meta, rows = merge_artifacts(parts)
     summary = summarize(rows, list(meta.metrics), list(meta.slices))
     out_dir = write_artifact(resolve(env, args.out), meta, rows, summary)

@@ -56,8 +56,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     shard = parse_shard(args.shard) if args.shard else None
     config = load_config_from_args(args, env)
     resume = resolve(env, args.resume) if args.resume else None
-    if resume is not None and not resume.is_dir():
-        raise UsageError(f"--resume {args.resume}: not a directory")
+    # A run killed before writing its artifact has no directory yet: the store knows it by path.
     out_dir = resolve(env, args.out) if args.out else (resume or resolve(env, DEFAULT_OUT))
     outcome = execute_run(
         config,

@@ -1,0 +1,296 @@
+"""`ragproof run/merge/report/validate` as real subprocesses: kills, resume, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from run_helpers import comparable, make_cases, ragproof, write_config, write_dataset
+
+from gate.artifact import read_artifact
+
+SLOW_CASES = 40
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RAGPROOF_"))}
+    return {**env, **extra}
+
+
+def _committed(store: Path) -> int:
+    if not store.exists():
+        return 0
+    try:
+        with sqlite3.connect(store, timeout=5) as conn:
+            return conn.execute("SELECT count(*) FROM case_results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0  # tables not created yet
+
+
+def _start_and_stop(
+    tmp_path: Path, sig: int, env: dict[str, str], at_least: int = 8
+) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gate", "run", "-c", "ragproof.yaml", "--out", "run", "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    store = tmp_path / ".ragproof" / "store.sqlite"
+    deadline = time.monotonic() + 30
+    while _committed(store) < at_least:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "run made no progress"
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    return proc
+
+
+def _slow_setup(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(SLOW_CASES, extra=" [sleep=0.04]"))
+    write_config(tmp_path, adapter={"type": "python", "target": "tiny_pipeline:Tiny", "concurrency": 2})
+
+
+def test_sigkill_mid_run_then_resume_gives_the_rows_of_an_uninterrupted_run(tmp_path: Path) -> None:
+    _slow_setup(tmp_path)
+    calls = tmp_path / "calls.log"
+    killed = _start_and_stop(tmp_path, signal.SIGKILL, _env(TINY_CALL_LOG=str(calls)))
+    assert killed.returncode == -signal.SIGKILL
+    assert not (tmp_path / "run" / "run.json").exists()  # the artifact is only ever written whole
+    committed = _committed(tmp_path / ".ragproof" / "store.sqlite")
+    assert 0 < committed < SLOW_CASES
+    calls.unlink()
+
+    resumed = ragproof(
+        "run", "-c", "ragproof.yaml", "--resume", "run", cwd=tmp_path, env=_env(TINY_CALL_LOG=str(calls))
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    rerun = {line.split("\t")[1] for line in calls.read_text().splitlines()}
+    assert len(rerun) == SLOW_CASES - committed  # only what was not committed ran again
+
+    reference = ragproof(
+        "run", "-c", "ragproof.yaml", "--out", "reference", "--no-progress", cwd=tmp_path, env=_env()
+    )
+    assert reference.returncode == 0, reference.stderr
+    after = read_artifact(tmp_path / "run")
+    assert after.meta.status == "complete" and len(after.rows) == SLOW_CASES
+    assert comparable(after) == comparable(read_artifact(tmp_path / "reference"))
+
+
+def test_sigterm_stops_cleanly_with_status_partial_and_resumes(tmp_path: Path) -> None:
+    _slow_setup(tmp_path)
+    stopped = _start_and_stop(tmp_path, signal.SIGTERM, _env(), at_least=4)
+    _, stderr = stopped.communicate()
+    assert stopped.returncode == 128 + signal.SIGTERM, stderr
+    assert "Traceback" not in stderr and "resume with --resume" in stderr
+    partial = read_artifact(tmp_path / "run")
+    assert partial.meta.status == "partial"
+    assert 0 < len(partial.rows) < SLOW_CASES
+    assert [r.position for r in partial.rows] == sorted(r.position or 0 for r in partial.rows)
+    resumed = ragproof(
+        "run", "-c", "ragproof.yaml", "--resume", "run", "--no-progress", cwd=tmp_path, env=_env()
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    done = read_artifact(tmp_path / "run")
+    assert done.meta.status == "complete" and len(done.rows) == SLOW_CASES
+    assert done.meta.run_id == partial.meta.run_id
+
+
+def test_progress_off_a_terminal_is_plain_lines(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(6))
+    write_config(tmp_path)
+    proc = ragproof("run", "-c", "ragproof.yaml", "--out", "run", cwd=tmp_path, env=_env(CI="true"))
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("ragproof: 6/6 cases (100%)")
+    assert proc.stdout.startswith("complete: 6 cases in ")
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str], code: int) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("ragproof: error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "expected"),
+    [
+        (
+            "dataset: cases.jsonl\nadapter: {type: python, target: 'm:a', concurency: 4}\n",
+            "adapter.concurency: unknown key",
+        ),
+        (
+            "dataset: cases.jsonl\nadapter: {type: python, target: 'm:a'}\nrun: {k: five}\n",
+            "run.k: Input should be a valid integer",
+        ),
+        ("adapter: {type: python, target: 'm:a'}\n", "dataset: Field required"),
+        ("dataset: cases.jsonl\n", "adapter: Field required"),
+        ("dataset: cases.jsonl\nadapter: {type: http}\n", "adapter.type 'http' needs adapter.url"),
+        ("dataset: [unclosed\n", "ragproof.yaml:2"),
+    ],
+)
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_bad_config_is_one_line_and_exit_64(
+    tmp_path: Path, yaml_text: str, expected: str, command: str
+) -> None:
+    (tmp_path / "ragproof.yaml").write_text(yaml_text)
+    write_dataset(tmp_path, make_cases(2))
+    line = _one_line_error(ragproof(command, "-c", "ragproof.yaml", cwd=tmp_path, env=_env()), 64)
+    assert "ragproof.yaml" in line and expected in line
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_bad_dataset_is_one_line_and_exit_65(tmp_path: Path, command: str) -> None:
+    write_config(tmp_path)
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "question": "q"}\n{"id": "b", "question": \n')
+    line = _one_line_error(ragproof(command, "-c", "ragproof.yaml", cwd=tmp_path, env=_env()), 65)
+    assert "cases.jsonl:2: malformed JSON" in line
+
+
+def test_unknown_metric_is_exit_64(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(2))
+    write_config(tmp_path, run={"metrics": ["retrieval.recal_at_k"]})
+    line = _one_line_error(ragproof("validate", cwd=tmp_path, env=_env()), 64)
+    assert "unknown metric 'retrieval.recal_at_k'" in line
+
+
+def test_validate_calls_nothing(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(5))
+    write_config(tmp_path, adapter={"type": "python", "target": "module_that_would_fail_to_import:x"})
+    proc = ragproof("validate", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok: ragproof.yaml: 5 cases (dataset sha256 ")
+
+
+def test_validate_checks_the_replay_file(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(3))
+    (tmp_path / "recorded.jsonl").write_text('{"id": "case-000", "answer": {"text": "x"}}\n{"id": "zzz"}\n')
+    write_config(tmp_path, adapter={"type": "replay", "path": "recorded.jsonl"})
+    proc = ragproof("validate", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "no recorded output for 2 case(s)" in proc.stderr
+        and "1 recorded id(s) not in the dataset" in proc.stderr
+    )
+    (tmp_path / "recorded.jsonl").write_text('{"id": "case-000", "answer": {"txt": "x"}}\n')
+    assert "recorded.jsonl:1: answer.text: Field required" in _one_line_error(
+        ragproof("validate", cwd=tmp_path, env=_env()), 65
+    )
+
+
+def _finished_run(tmp_path: Path) -> Path:
+    write_dataset(tmp_path, make_cases(10))
+    write_config(tmp_path)
+    proc = ragproof("run", "--out", "run", "--no-progress", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path / "run"
+
+
+def test_report_table_and_json(tmp_path: Path) -> None:
+    run_dir = _finished_run(tmp_path)
+    table = ragproof("report", "run", cwd=tmp_path, env=_env())
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].startswith("run ") and "(complete)" in lines[0]
+    assert "[all]" in lines and "[kind=unanswerable]" in lines and "[tags=topic:refunds]" in lines
+    recall = next(line for line in lines if line.startswith("retrieval.recall_at_k"))
+    assert recall.split()[1:] == ["1.0000", "1.0000", "1.0000", "8", "2", "0", "0"]
+    as_json = ragproof("report", "run", "--json", cwd=tmp_path, env=_env())
+    document = json.loads(as_json.stdout)
+    assert document["summary"] == json.loads((run_dir / "summary.json").read_text())
+    assert document["run"]["run_id"] == read_artifact(run_dir).meta.run_id
+
+
+def test_report_html(tmp_path: Path) -> None:
+    _finished_run(tmp_path)
+    proc = ragproof("report", "run", "--html", "report.html", cwd=tmp_path, env=_env())
+    try:
+        import gate.report.html  # noqa: F401
+    except ModuleNotFoundError:
+        assert "HTML report is not available" in _one_line_error(proc, 64)
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert "<html" in (tmp_path / "report.html").read_text().lower()
+
+
+def test_bad_artifacts_are_one_line_and_exit_65(tmp_path: Path) -> None:
+    run_dir = _finished_run(tmp_path)
+    rows = (run_dir / "rows.jsonl").read_text().splitlines()
+    rows[3] = rows[3].replace('"status":"ok"', '"status":"fine"')
+    (run_dir / "rows.jsonl").write_text("\n".join(rows) + "\n")
+    line = _one_line_error(ragproof("report", "run", cwd=tmp_path, env=_env()), 65)
+    assert "run/rows.jsonl:4: status: Input should be 'ok', 'adapter_error' or 'timeout'" in line
+
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as archive:
+        archive.writestr("../outside.txt", "x")
+        archive.writestr("run.json", "{}")
+    assert "unsafe zip entry '../outside.txt'" in _one_line_error(
+        ragproof("report", "evil.zip", cwd=tmp_path, env=_env()), 65
+    )
+    assert not (tmp_path.parent / "outside.txt").exists()
+
+    assert "run artifact not found" in _one_line_error(
+        ragproof("report", "nope", cwd=tmp_path, env=_env()), 65
+    )
+
+
+def test_merge_via_cli_and_refusal_of_disagreeing_parts(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(12))
+    write_config(tmp_path)
+    for i in (1, 2):
+        proc = ragproof(
+            "run", "--shard", f"{i}/2", "--out", f"part{i}", "--no-progress", cwd=tmp_path, env=_env()
+        )
+        assert proc.returncode == 0, proc.stderr
+    merged = ragproof("merge", "part1", "part2", "--out", "merged", cwd=tmp_path, env=_env())
+    assert merged.returncode == 0, merged.stderr
+    assert merged.stdout.startswith("complete: merged 2 parts, 12 cases")
+    assert [r.position for r in read_artifact(tmp_path / "merged").rows] == list(range(12))
+
+    write_config(tmp_path, run={"k": 2})
+    proc = ragproof("run", "--shard", "2/2", "--out", "other", "--no-progress", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    line = _one_line_error(ragproof("merge", "part1", "other", "--out", "bad", cwd=tmp_path, env=_env()), 65)
+    assert "other: config hash differs from part1's" in line
+    line = _one_line_error(ragproof("merge", "part1", "part1", "--out", "bad", cwd=tmp_path, env=_env()), 65)
+    assert "shard 1 also given as part1" in line
+
+
+def test_run_estimate_hook(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(2))
+    write_config(tmp_path)
+    proc = ragproof("run", "--estimate", cwd=tmp_path, env=_env())
+    try:
+        import gate.judge.estimate  # noqa: F401
+    except ModuleNotFoundError:
+        assert "cost estimation is not available" in _one_line_error(proc, 64)
+    else:
+        assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / ".ragproof" / "run").exists()  # estimating runs nothing
+
+
+def test_bundled_demo_runs_offline(tmp_path: Path) -> None:
+    demo = Path(__file__).resolve().parents[1] / "examples" / "demo" / "ragproof.yaml"
+    if not demo.exists():
+        pytest.skip("examples/demo/ragproof.yaml not present")
+    proc = ragproof(
+        "run", "-c", str(demo), "--out", str(tmp_path / "demo-run"), "--no-progress", cwd=tmp_path, env=_env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    artifact = read_artifact(tmp_path / "demo-run")
+    assert artifact.meta.status == "complete" and len(artifact.rows) >= 80
+    assert artifact.summary.failures == 0
