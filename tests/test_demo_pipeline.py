@@ -20,6 +20,8 @@ from statistics import mean
 from types import ModuleType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gate.adapters.base import parse_answer, parse_chunks
 from gate.adapters.python import load_pipeline
@@ -166,6 +168,30 @@ def test_bm25_ties_break_by_collection_order_and_unknown_terms_weigh_most() -> N
     assert index.idf_mass(["alpha", "alpha", "delta"]) == pytest.approx(
         index.idf("alpha") + index.idf("delta")
     )
+
+
+_WORDS = st.sampled_from(["seat", "plan", "price", "sync", "note", "key", "trash", "port"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(st.lists(_WORDS, max_size=8), min_size=1, max_size=12),
+    query=st.lists(_WORDS, min_size=1, max_size=5),
+    k=st.integers(min_value=1, max_value=15),
+)
+def test_bm25_ranking_is_total_positive_and_ignores_repeated_query_words(
+    docs: list[list[str]], query: list[str], k: int
+) -> None:
+    index = demo.BM25(docs)
+    top = index.top(query, k)
+    assert len(top) <= k
+    assert all(score > 0 for _, score in top)
+    assert [i for i, _ in top] == sorted(
+        (i for i in range(len(docs)) if index.score(query, i) > 0), key=lambda i: (-index.score(query, i), i)
+    )[:k]
+    assert index.top(query + query, k) == top
+    # a chunk holding none of the query words never appears
+    assert all(set(docs[i]) & set(query) for i, _ in top)
 
 
 def test_light_stemmer_joins_common_forms() -> None:
