@@ -22,6 +22,8 @@ from gate.artifact import (
 )
 from gate.metrics.base import MetricResult
 
+HOSTILE = "@org/team <img src=x> | ---"
+
 
 def meta(run_id: str, *, commit: str = "0" * 40, sha: str = "a" * 64, cases: int = 0, **kw) -> RunMeta:
     fields = dict(
@@ -104,6 +106,38 @@ def binary_pair(
         base_rows.append(row(f"q{i:04d}", {metric: b}, tags=tags))
         cand_rows.append(row(f"q{i:04d}", {metric: c}, tags=tags))
     return base_rows, cand_rows
+
+
+def fixed_runs():
+    """A fixed pair: retrieval improves, answers drop on the billing topic, one case fails."""
+    rng = random.Random(20)
+    b_rows, c_rows = [], []
+    for i in range(240):
+        topic = ("billing", "sync", "security")[i % 3]
+        tags = [f"topic:{topic}"]
+        kind = "unanswerable" if i % 10 == 0 else "qa"
+        if kind == "unanswerable":
+            over_b = 1.0 if rng.random() < 0.1 else 0.0
+            over_c = 1.0 if rng.random() < 0.1 else 0.0
+            b_rows.append(row(f"case-{i:03d}", {"robustness.overrefusal": over_b}, kind=kind, tags=tags))
+            c_rows.append(row(f"case-{i:03d}", {"robustness.overrefusal": over_c}, kind=kind, tags=tags))
+            continue
+        hit_b = 1.0 if rng.random() < 0.75 else 0.0
+        hit_c = hit_b if rng.random() < 0.85 else 1.0
+        f1_b = round(rng.random(), 3)
+        f1_c = round(max(0.0, f1_b - (0.25 if topic == "billing" and rng.random() < 0.5 else 0.0)), 3)
+        b_rows.append(
+            row(f"case-{i:03d}", {"retrieval.hit_rate_at_k": hit_b, "answer.token_f1": f1_b}, tags=tags)
+        )
+        if i == 7:
+            c_rows.append(row(f"case-{i:03d}", {}, tags=tags, status="timeout"))
+        else:
+            c_rows.append(
+                row(f"case-{i:03d}", {"retrieval.hit_rate_at_k": hit_c, "answer.token_f1": f1_c}, tags=tags)
+            )
+    base = artifact(meta("20261128T120000Z-base", commit="b" * 40), b_rows)
+    cand = artifact(meta("20261201T090000Z-cand", commit="c" * 40, created_at="2026-12-01T09:00:00Z"), c_rows)
+    return base, cand
 
 
 def load(path: Path) -> RunArtifact:

@@ -1,0 +1,176 @@
+"""gate.report.markdown and gate.report.escape: golden output, hostile strings, the size cap."""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from gate_runs import HOSTILE, artifact, fixed_runs, meta, row
+from pydantic import ValidationError
+
+from gate.compare import Comparison, GateResult, compare_runs
+from gate.config import GateConfig
+from gate.report.escape import md_escape
+from gate.report.markdown import MAX_CHARS, ReportContext, interval_bar, render_markdown, render_no_baseline
+
+GOLDEN = Path(__file__).parent / "golden" / "comment.md"
+NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+
+
+CONTEXT = ReportContext(
+    now=NOW,
+    marker="<!-- ragproof:gate -->",
+    run_url="https://github.com/acme/rag/actions/runs/42",
+    artifact_url="https://github.com/acme/rag/actions/runs/42/artifacts/7",
+)
+
+
+def test_golden_comment_is_byte_identical():
+    base, cand = fixed_runs()
+    text = render_markdown(compare_runs(base, cand, GateConfig()), context=CONTEXT)
+    again = render_markdown(compare_runs(*fixed_runs(), GateConfig()), context=CONTEXT)
+    assert text == again
+    if os.environ.get("RAGPROOF_UPDATE_GOLDEN") == "1":
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert GOLDEN.read_text(encoding="utf-8") == text
+
+
+def test_report_contents():
+    base, cand = fixed_runs()
+    comparison = compare_runs(base, cand, GateConfig())
+    text = render_markdown(comparison, context=CONTEXT)
+    assert text.startswith("<!-- ragproof:gate -->\n## ragproof: ")
+    assert "commit bbbbbbbbbbbb, run 20261128T120000Z\\-base" not in text  # ids are not over-escaped
+    assert "commit bbbbbbbbbbbb, run 20261128T120000Z-base" in text
+    assert "2 days old" in text
+    assert "version v3" in text
+    attention = (
+        text.index("### Gates that need attention") if "### Gates that need attention" in text else None
+    )
+    details = text.index("<details>")
+    if attention is not None:
+        assert attention < details  # non-passing gates come first
+    assert "this set is too small to detect a drop of 0.02" in text
+    assert "### Cases that dropped most" in text
+    assert "| candidate | 240 | 1 |" in text  # cases and failures
+    assert "[the run artifact](https://github.com/acme/rag/actions/runs/42/artifacts/7)" in text
+    assert "robustness.overrefusal ↓" in text
+
+
+def _table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("|")]
+
+
+def _cells(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def test_hostile_case_id_renders_inert():
+    b_rows = [row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0}, tags=[HOSTILE]) for i in range(30)]
+    c_rows = [row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0}, tags=[HOSTILE]) for i in range(30)]
+    b_rows.append(row(HOSTILE, {"retrieval.hit_rate_at_k": 1.0}))
+    c_rows.append(row(HOSTILE, {"retrieval.hit_rate_at_k": 0.0}))
+    comparison = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
+    text = render_markdown(comparison)
+    assert "@org" not in text and "<img" not in text
+    assert "&#64;org/team &lt;img src=x&gt; \\| ---" in text
+    # every table row has as many cell separators as its header
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("|---"):
+            header = _cells(lines[i - 1])
+            j = i + 1
+            while j < len(lines) and lines[j].startswith("|"):
+                assert _cells(lines[j]) == header, lines[j]
+                j += 1
+    assert any(HOSTILE not in line and "&#64;org" in line for line in _table_rows(text))
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("plain id-1.2", "plain id-1.2"),
+        ("@here", "&#64;here"),
+        ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"),
+        ("a|b", "a\\|b"),
+        ("line\nbreak\r\nx", "line break x"),
+        (
+            "`code` *em* _u_ [l](u) ![i](s) ~~s~~",
+            "\\`code\\` \\*em\\* \\_u\\_ \\[l\\]\\(u\\) \\!\\[i\\]\\(s\\) \\~\\~s\\~\\~",
+        ),
+        ("# heading", "\\# heading"),
+        ("- item", "\\- item"),
+        ("12. item", "12\\. item"),
+        ("a & b", "a &amp; b"),
+        ("back\\slash", "back\\\\slash"),
+    ],
+)
+def test_md_escape(text, expected):
+    assert md_escape(text) == expected
+
+
+def test_md_escape_truncates():
+    assert md_escape("x" * 500) == "x" * 299 + "…"
+    assert md_escape("abc", max_len=2) == "a…"
+
+
+def _gate(i: int) -> GateResult:
+    return GateResult(
+        metric=f"custom.metric_{i % 50}",
+        slice=f"tags=topic:t{i}",
+        gating=True,
+        higher_is_better=True,
+        n=120,
+        baseline_mean=0.7,
+        candidate_mean=0.68,
+        delta=-0.02,
+        lo=-0.06,
+        hi=0.01,
+        margin=0.02,
+        decision="review" if i % 3 else "block",
+        reason="inconclusive",
+        mde=0.05,
+        mde_exceeds_margin=True,
+    )
+
+
+def test_5000_gates_stay_under_the_cap():
+    base, cand = fixed_runs()
+    small = compare_runs(base, cand, GateConfig())
+    big = Comparison.model_validate(
+        {**small.model_dump(), "gates": [_gate(i).model_dump() for i in range(5000)]}
+    )
+    text = render_markdown(big, context=CONTEXT)
+    assert len(text) <= MAX_CHARS
+    assert "more gates not shown: the full list is in [the run artifact](" in text
+    assert text.rstrip().endswith("</sub>")  # truncation keeps the document whole
+    assert "<details>" not in text or "</details>" in text
+
+
+def test_interval_bar():
+    bar = interval_bar(-0.077, -0.010, -0.043, 0.02, 0.1)
+    assert bar.startswith("`") and bar.endswith("`") and len(bar) == 23
+    assert "◆" in bar and "━" in bar and "┆" in bar
+    assert interval_bar(None, None, None, 0.02, 0.1) == ""
+
+
+def test_no_baseline_report():
+    base, _ = fixed_runs()
+    text = render_no_baseline(base, context=CONTEXT)
+    assert "No baseline" in text and "no gate was decided" in text
+    assert "| retrieval.hit\\_rate\\_at\\_k |" in text
+    assert "<details><summary>Per slice</summary>" in text
+    assert len(text) <= MAX_CHARS
+
+
+def test_context_rejects_unsafe_values():
+    with pytest.raises(ValidationError):
+        ReportContext(marker="<img src=x>")
+    with pytest.raises(ValidationError):
+        ReportContext(run_url="javascript:alert(1)")
+    with pytest.raises(ValidationError):
+        ReportContext(artifact_url="https://x/a) [evil](https://y")
