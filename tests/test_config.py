@@ -1,0 +1,108 @@
+"""ragproof.yaml loading: unknown keys with their path, types, RAGPROOF_* overrides, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.config import load_config, parse_config
+from gate.errors import UsageError
+
+MINIMAL = "dataset: cases.jsonl\nadapter: {type: python, target: 'pipe:make'}\n"
+
+
+def _load(tmp_path: Path, text: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    path = tmp_path / "ragproof.yaml"
+    path.write_text(text)
+    return load_config(path, env)
+
+
+def test_minimal_config_gets_the_documented_defaults(tmp_path: Path) -> None:
+    config = _load(tmp_path, MINIMAL)
+    assert config.version == 1 and config.run.k == 5 and config.run.source_match == "chunk"
+    assert config.adapter.timeout_s == 60 and config.adapter.concurrency == 8 and config.adapter.retries == 2
+    assert config.adapter.methods == ["retrieve", "answer"]
+    assert config.run.store == ".ragproof/store.sqlite" and config.judge.model is None
+    assert config.resolve("cases.jsonl") == tmp_path / "cases.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (MINIMAL + "run: {k: 5, sorce_match: chunk}\n", "run.sorce_match: unknown key"),
+        (
+            MINIMAL + "gate: {metrics: {answer.token_f1: {mni: 0.5}}}\n",
+            "gate.metrics.answer.token_f1.mni: unknown key",
+        ),
+        (MINIMAL + "extra_section: {}\n", "extra_section: unknown key"),
+        (MINIMAL + "run: {k: 0}\n", "run.k: Input should be greater than or equal to 1"),
+        (
+            MINIMAL + "run: {source_match: page}\n",
+            "run.source_match: Input should be 'chunk', 'document' or 'substring'",
+        ),
+        (
+            MINIMAL.replace("python", "grpc"),
+            "adapter.type: Input should be 'python', 'http', 'command' or 'replay'",
+        ),
+        ("dataset: cases.jsonl\nadapter: {type: command}\n", "adapter.type 'command' needs adapter.command"),
+        (
+            "dataset: cases.jsonl\nadapter: {type: http, url: 'http://x', methods: [embed]}\n",
+            "adapter.methods.0",
+        ),
+        ("version: 2\n" + MINIMAL, "version: Input should be 1"),
+        ("adapter: {type: replay, path: r.jsonl}\n", "dataset: Field required"),
+        ("- just\n- a list\n", "expected a mapping at the top level"),
+        ("", "config file is empty"),
+    ],
+)
+def test_errors_are_one_line_naming_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(UsageError) as info:
+        _load(tmp_path, text)
+    assert message in str(info.value)
+    assert str(info.value).startswith(str(tmp_path / "ragproof.yaml"))
+    assert "\n" not in str(info.value) and info.value.exit_code == 64
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_environment_overrides_the_judge_section(tmp_path: Path) -> None:
+    env = {
+        "RAGPROOF_JUDGE_MODEL": "gpt-judge",
+        "RAGPROOF_JUDGE_BASE_URL": "http://127.0.0.1:9/v1",
+        "RAGPROOF_MAX_COST_USD": "1.5",
+        "RAGPROOF_JUDGE_INPUT_COST_PER_MTOK": " 0.25 ",
+        "RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK": "",  # empty: ignored
+    }
+    config = _load(tmp_path, MINIMAL + "judge: {model: from-file, output_cost_per_mtok: 2.0}\n", env)
+    assert config.judge.model == "gpt-judge"
+    assert config.judge.base_url == "http://127.0.0.1:9/v1"
+    assert config.judge.max_cost_usd == 1.5 and config.judge.input_cost_per_mtok == 0.25
+    assert config.judge.output_cost_per_mtok == 2.0
+
+
+def test_bad_override_names_the_variable(tmp_path: Path) -> None:
+    with pytest.raises(
+        UsageError, match="environment variable RAGPROOF_MAX_COST_USD: expected a float, got 'lots'"
+    ):
+        _load(tmp_path, MINIMAL, {"RAGPROOF_MAX_COST_USD": "lots"})
+
+
+def test_config_hash_follows_settings_that_change_scores(tmp_path: Path) -> None:
+    base = parse_config({"dataset": "d", "adapter": {"type": "python", "target": "a:b"}}, tmp_path / "c.yaml")
+    same = parse_config(
+        {
+            "dataset": "d",
+            "adapter": {"type": "python", "target": "a:b", "concurrency": 32},
+            "run": {"store": "x.db"},
+        },
+        tmp_path / "c.yaml",
+    )
+    other_k = parse_config(
+        {"dataset": "d", "adapter": {"type": "python", "target": "a:b"}, "run": {"k": 3}}, tmp_path / "c.yaml"
+    )
+    assert base.config_hash() == same.config_hash()  # concurrency and store location do not change scores
+    assert base.config_hash() != other_k.config_hash()
