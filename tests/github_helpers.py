@@ -6,12 +6,17 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from servers.github_server import GitHubServer, GitHubState
+
 from gate import __version__
 from gate.artifact import DatasetInfo, GitInfo, MetricSummary, Row, RunMeta, Summary, ToolInfo, write_artifact
+from gate.github.client import GitHubClient
 from gate.github.workflow import parse_output_file
 from gate.metrics.base import MetricResult
 
@@ -72,6 +77,20 @@ def write_run(
 
 GOOD = [1.0] * 16 + [0.0] * 4  # mean 0.8
 BAD = [1.0] * 4 + [0.0] * 16  # mean 0.2: a clear block
+
+
+@contextmanager
+def pull_request_server(page_size: int = 2) -> Iterator[GitHubServer]:
+    """A running test server whose repository has the open PR #7 (head ``a1...``)."""
+    state = GitHubState(page_size=page_size)
+    state.add_pull(7, head_sha="a1" * 20)
+    with GitHubServer(state) as server:
+        yield server
+
+
+def client_for(server: GitHubServer, token: str = "ghs_write", **kw: Any) -> GitHubClient:
+    """A client of the test server with a short backoff (tests stay fast)."""
+    return GitHubClient(api_url=server.url, repository="acme/rag", token=token, backoff_factor=0.01, **kw)
 
 
 @dataclass

@@ -7,21 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from servers.github_server import GitHubServer, GitHubState
+from github_helpers import client_for, pull_request_server
+from servers.github_server import GitHubServer
 
 from gate.github.client import GitHubAPIError, GitHubClient, requested_wait
 
 
 @pytest.fixture
 def server() -> Iterator[GitHubServer]:
-    state = GitHubState(page_size=2)
-    state.add_pull(7, head_sha="a1" * 20)
-    with GitHubServer(state) as srv:
+    with pull_request_server() as srv:
         yield srv
-
-
-def _client(server: GitHubServer, token: str = "ghs_write", **kw) -> GitHubClient:
-    return GitHubClient(api_url=server.url, repository="acme/rag", token=token, backoff_factor=0.01, **kw)
 
 
 def _comment_gets(server: GitHubServer) -> list[dict]:
@@ -33,7 +28,7 @@ def _comment_gets(server: GitHubServer) -> list[dict]:
 def test_paginate_follows_link_headers_to_the_last_page(server: GitHubServer) -> None:
     for i in range(5):
         server.state.add_comment(7, f"c{i}")
-    bodies = [c["body"] for c in _client(server).paginate("issues.list_comments", issue_number=7)]
+    bodies = [c["body"] for c in client_for(server).paginate("issues.list_comments", issue_number=7)]
     assert bodies == ["c0", "c1", "c2", "c3", "c4"]
     pages = [r["query"].get("page", "1") for r in _comment_gets(server)]
     assert pages == ["1", "2", "3"]
@@ -42,21 +37,15 @@ def test_paginate_follows_link_headers_to_the_last_page(server: GitHubServer) ->
 
 def test_server_errors_are_retried_then_succeed(server: GitHubServer) -> None:
     server.state.fail("GET", r"/pulls/7$", 502, times=2)
-    pull = _client(server).call("pulls.get", pull_number=7)
+    pull = client_for(server).call("pulls.get", pull_number=7)
     assert pull["head"]["sha"] == "a1" * 20
     assert len([r for r in server.state.requests if r["path"].endswith("/pulls/7")]) == 3
 
 
 def test_secondary_rate_limit_honours_retry_after(server: GitHubServer) -> None:
-    server.state.fail(
-        "POST",
-        r"/issues/7/comments$",
-        403,
-        headers={"Retry-After": "1"},
-        message="You have exceeded a secondary rate limit",
-    )
+    server.state.secondary_rate_limit("POST", r"/issues/7/comments$", retry_after=1)
     started = time.monotonic()
-    created = _client(server).call("issues.create_comment", issue_number=7, body="hello")
+    created = client_for(server).call("issues.create_comment", issue_number=7, body="hello")
     assert time.monotonic() - started >= 1.0
     assert created["body"] == "hello"
     assert [c["body"] for c in server.state.comments[7]] == ["hello"]
@@ -68,7 +57,7 @@ def test_primary_rate_limit_waits_for_reset(server: GitHubServer) -> None:
         "GET", r"/pulls/7$", 403, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
     )
     started = time.monotonic()
-    assert _client(server).call("pulls.get", pull_number=7)["number"] == 7
+    assert client_for(server).call("pulls.get", pull_number=7)["number"] == 7
     assert 0.5 <= time.monotonic() - started < 5
 
 
@@ -76,14 +65,14 @@ def test_total_wait_is_bounded(server: GitHubServer) -> None:
     server.state.fail("GET", r"/pulls/7$", 429, headers={"Retry-After": "600"})
     started = time.monotonic()
     with pytest.raises(GitHubAPIError, match=r"rate limited \(429.*GitHub asks to wait 600 s more") as info:
-        _client(server, max_total_wait=30).call("pulls.get", pull_number=7)
+        client_for(server, max_total_wait=30).call("pulls.get", pull_number=7)
     assert time.monotonic() - started < 5
     assert info.value.rate_limited
 
 
 def test_plain_403_is_not_retried_and_names_the_permission(server: GitHubServer) -> None:
     with pytest.raises(GitHubAPIError) as info:
-        _client(server, token="ghs_read").call(
+        client_for(server, token="ghs_read").call(
             "checks.create", permission="checks: write", name="x", head_sha="a1" * 20
         )
     message = str(info.value)
@@ -95,7 +84,7 @@ def test_plain_403_is_not_retried_and_names_the_permission(server: GitHubServer)
 
 def test_bad_token_and_unreachable_server(server: GitHubServer) -> None:
     with pytest.raises(GitHubAPIError, match="401 Bad credentials.*token was rejected"):
-        _client(server, token="nope").call("repos.get")
+        client_for(server, token="nope").call("repos.get")
     dead = GitHubClient(api_url="http://127.0.0.1:9", repository="acme/rag", token="t", backoff_factor=0.01)
     with pytest.raises(GitHubAPIError, match="cannot reach http://127.0.0.1:9"):
         dead.call("repos.get")
@@ -104,11 +93,11 @@ def test_bad_token_and_unreachable_server(server: GitHubServer) -> None:
 def test_download_follows_the_redirect_without_credentials(server: GitHubServer, tmp_path: Path) -> None:
     run_id = server.state.add_run(head_sha="c1" * 20)
     artifact_id = server.state.add_artifact(run_id, "ragproof-run", b"PK-zip-bytes")
-    size = _client(server).download_artifact(artifact_id, tmp_path / "a.zip", max_bytes=1000)
+    size = client_for(server).download_artifact(artifact_id, tmp_path / "a.zip", max_bytes=1000)
     assert size == 12 and (tmp_path / "a.zip").read_bytes() == b"PK-zip-bytes"
     assert server.state.blob_requests == [{"path": f"/blob/{artifact_id}", "authorization": None}]
     with pytest.raises(GitHubAPIError, match="exceeds the 5-byte limit"):
-        _client(server).download_artifact(artifact_id, tmp_path / "b.zip", max_bytes=5)
+        client_for(server).download_artifact(artifact_id, tmp_path / "b.zip", max_bytes=5)
 
 
 def test_requested_wait_parses_both_headers() -> None:

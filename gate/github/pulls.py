@@ -4,7 +4,7 @@
 ``workflow_run`` (the trusted second stage of the fork-safe pattern) names only the run that
 produced the candidate: its ``pull_requests`` list is filled for same-repository PRs only,
 so for forks the open PRs of ``owner:branch`` are searched (all pages) for one whose head
-is the run's commit. Either way the PR is then read again and must still have that head
+is that branch of that repository. Either way the PR is then read again and must still have that head
 commit: a result for an older push is never posted on a PR that has moved on.
 """
 
@@ -37,7 +37,8 @@ def pull_for_run(client: GitHubClient, run: WorkflowRun) -> PullLookup:
             "pulls.list", permission=PERMISSION, state="open", head=f"{owner}:{run.head_branch}"
         ):
             candidate = PullRequest.model_validate(item)
-            if candidate.head.sha == run.head_sha:
+            head_repo = candidate.head.repo.full_name.lower() if candidate.head.repo else None
+            if candidate.head.ref == run.head_branch and head_repo == run.head_repository.full_name.lower():
                 numbers.append(candidate.number)
     if not numbers:
         return PullLookup(None, f"no open pull request has head commit {run.head_sha[:7]} of run {run.id}")

@@ -214,6 +214,16 @@ class GitHubState:
     ) -> None:
         self.faults.append(Fault(method, pattern, status, headers or {}, {"message": message}, times))
 
+    def secondary_rate_limit(self, method: str, pattern: str, *, retry_after: int = 1) -> None:
+        """GitHub's secondary rate limit: a 403 with ``Retry-After`` (once)."""
+        self.fail(
+            method,
+            pattern,
+            403,
+            headers={"Retry-After": str(retry_after)},
+            message="You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+        )
+
     # -- queries -----------------------------------------------------------------------------
     def ancestors(self, sha: str) -> list[str]:
         """``sha`` and its ancestors, nearest first (breadth-first)."""

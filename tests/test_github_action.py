@@ -1,0 +1,364 @@
+"""``ragproof action`` end to end: a subprocess with a real GITHUB_* environment and event file,
+against the GitHub REST test server (real HTTP on 127.0.0.1) and a real pipeline run."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from github_helpers import REPO_ROOT, ActionRun, pull_request_event, run_action
+from servers.github_server import BOT, GitHubServer, GitHubState, pull_request_scenario, zip_directory
+
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "action_project"
+HEAD = "a1" * 20
+MERGE_BASE = "c1" * 20
+MARKER = "<!-- ragproof:ragproof -->"
+SECRETS = {
+    "ACTIONS_RUNTIME_TOKEN": "runtime-secret",
+    "OPENAI_API_KEY": "sk-judge-secret",
+    "GITHUB_TOKEN": "ghs_write",
+}
+
+
+def _project(root: Path) -> Path:
+    workspace = root / "workspace"
+    shutil.copytree(FIXTURE, workspace, ignore=shutil.ignore_patterns("seen-env.json", ".ragproof"))
+    return workspace
+
+
+def _real_run(root: Path, misses: int) -> Path:
+    workspace = _project(root)
+    env = {**os.environ, "PIPELINE_MISSES": str(misses), "PIPELINE_SEEN_FILE": str(root / "seen.json")}
+    subprocess.run(
+        [sys.executable, "-m", "gate", "run", "-c", "ragproof.yaml", "--out", str(root / "run")],
+        cwd=workspace,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return root / "run"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """Zips of real runs of the fixture project: the baseline (2 misses) and a worse one (14)."""
+    return {
+        "baseline": zip_directory(_real_run(tmp_path_factory.mktemp("base"), 2)),
+        "worse": zip_directory(_real_run(tmp_path_factory.mktemp("worse"), 14)),
+    }
+
+
+@pytest.fixture
+def state(runs: dict[str, bytes]) -> GitHubState:
+    state = GitHubState(page_size=2)
+    pull_request_scenario(state, runs["baseline"])
+    return state
+
+
+@pytest.fixture
+def server(state: GitHubState) -> Iterator[GitHubServer]:
+    with GitHubServer(state) as srv:
+        yield srv
+
+
+def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> ActionRun:
+    if not (tmp_path / "workspace").exists():
+        _project(tmp_path)
+    extra = {**SECRETS, "PIPELINE_MISSES": str(misses), **kw.pop("extra_env", {})}
+    return run_action(
+        tmp_path,
+        server.url,
+        event_name=kw.pop("event_name", "pull_request"),
+        event=kw.pop("event", pull_request_event()),
+        inputs=kw.pop("inputs", {}),
+        extra_env=extra,
+        **kw,
+    )
+
+
+def _ours(state: GitHubState, number: int = 7) -> list[dict]:
+    return [c for c in state.comments.get(number, []) if c["body"].lstrip().startswith(MARKER)]
+
+
+def _downloads(state: GitHubState) -> list[dict]:
+    return [r for r in state.requests if r["path"].endswith("/zip")]
+
+
+def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server: GitHubServer) -> None:
+    result = _pr(tmp_path, server)
+    assert result.returncode == 0, result.stderr
+    state = server.state
+    (comment,) = _ours(state)
+    assert comment["user"] == BOT
+    assert "## ragproof: ✅ Passed" in comment["body"]
+    assert "(https://github.example/acme/rag/actions/runs/9001#artifacts)" in comment["body"]
+    (check,) = state.check_runs
+    assert (check["name"], check["head_sha"], check["status"], check["conclusion"]) == (
+        "ragproof",
+        HEAD,  # pull_request.head.sha, not GITHUB_SHA (the merge commit)
+        "completed",
+        "success",
+    )
+    assert check["output"]["summary"] == comment["body"]
+    assert result.outputs["decision"] == "pass"
+    assert result.outputs["baseline-sha"] == MERGE_BASE
+    assert result.outputs["comment-url"] == comment["html_url"]
+    assert result.outputs["run-dir"] == str(result.workspace / ".ragproof" / "run")
+    assert Path(result.outputs["report"]).read_text() == comment["body"]
+    assert "✅ Passed" in result.summary
+    assert "::add-mask::ghs_write" in result.stdout and "::add-mask::sk-judge-secret" in result.stdout
+    # The pipeline was imported after every credential had left the process environment.
+    seen = json.loads((result.workspace / "seen-env.json").read_text())
+    assert seen == {
+        "GITHUB_TOKEN": False,
+        "INPUT_GITHUB-TOKEN": False,
+        "ACTIONS_RUNTIME_TOKEN": False,
+        "OPENAI_API_KEY": False,
+    }
+    assert all(b["authorization"] is None for b in state.blob_requests) and state.blob_requests
+
+
+def test_rerun_updates_the_one_comment(tmp_path: Path, server: GitHubServer) -> None:
+    first = _pr(tmp_path, server)
+    assert first.returncode == 0, first.stderr
+    server.state.add_comment(7, "a reviewer's reply", {"login": "alice", "type": "User"})
+    second = _pr(tmp_path, server, misses=14)
+    assert second.returncode == 1, second.stderr
+    (comment,) = _ours(server.state)
+    assert "## ragproof: ❌ Blocked" in comment["body"]
+    assert len(server.state.comments[7]) == 2
+    assert second.outputs["comment-url"] == first.outputs["comment-url"]
+    assert [c["conclusion"] for c in server.state.check_runs] == ["success", "failure"]
+    third = _pr(tmp_path, server, misses=14, inputs={"fail-on": "never"})
+    assert third.returncode == 0 and third.outputs["decision"] == "block"
+    assert len(_ours(server.state)) == 1
+
+
+def test_merge_base_run_is_chosen_over_newer_default_branch_runs(
+    tmp_path: Path, server: GitHubServer
+) -> None:
+    state = server.state
+    later = datetime(2026, 3, 2, tzinfo=UTC)
+    state.add_commit("c2" * 20, [MERGE_BASE], later)
+    state.branches["main"] = "c2" * 20
+    for hours in (1, 2):
+        newer = state.add_run(head_sha="c2" * 20, created_at=later + timedelta(hours=hours))
+        state.add_artifact(newer, "ragproof-run", b"would fail validation if it were used")
+    result = _pr(tmp_path, server)
+    assert result.returncode == 0, result.stderr
+    assert result.outputs["baseline-sha"] == MERGE_BASE
+    assert len(_downloads(state)) == 1
+
+
+def test_same_named_artifact_of_a_pr_run_or_a_fork_is_never_used(
+    runs: dict[str, bytes], tmp_path: Path
+) -> None:
+    state = GitHubState(page_size=2)
+    pull_request_scenario(state, runs["baseline"])
+    state.runs.clear()
+    state.artifacts.clear()
+    pr_run = state.add_run(head_sha=MERGE_BASE, event="pull_request")
+    fork_run = state.add_run(head_sha=MERGE_BASE, head_repository=("mallory/rag", 2002))
+    for run in (pr_run, fork_run):
+        state.add_artifact(run, "ragproof-run", runs["worse"])
+    with GitHubServer(state) as server:
+        result = _pr(tmp_path, server)
+    assert result.returncode == 0, result.stderr
+    assert _downloads(state) == []
+    assert result.outputs["decision"] == "none"
+    (comment,) = _ours(state)
+    assert "No baseline" in comment["body"]
+    assert state.check_runs[0]["conclusion"] == "neutral"
+
+
+def test_expired_artifact_is_skipped(runs: dict[str, bytes], tmp_path: Path) -> None:
+    state = GitHubState(page_size=2)
+    pull_request_scenario(state, runs["baseline"])
+    merge_base_run = state.runs[0]["id"]
+    state.artifacts[merge_base_run][0]["expired"] = True
+    older = state.add_run(head_sha="c0" * 20)
+    state.add_artifact(older, "ragproof-run", runs["baseline"])
+    with GitHubServer(state) as server:
+        result = _pr(tmp_path, server)
+    assert result.returncode == 0, result.stderr
+    assert result.outputs["baseline-run-id"] == str(older)
+    body = _ours(state)[0]["body"]
+    assert f"1 commit behind the merge base {MERGE_BASE[:7]}" in body
+    assert "skipped expired artifact" in body
+
+
+def test_zip_slip_artifact_is_rejected_with_nothing_written_outside(
+    tmp_path: Path, state: GitHubState
+) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("run.json", "{}")
+        archive.writestr("../../../../escaped.txt", "owned")
+    state.blobs[state.artifacts[state.runs[0]["id"]][0]["id"]] = buffer.getvalue()
+    with GitHubServer(state) as server:
+        result = _pr(tmp_path, server)
+    assert result.returncode == 65
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ragproof: error:")]
+    assert len(errors) == 1 and "'..' component" in errors[0] and "Traceback" not in result.stderr
+    assert "::error title=ragproof::" in result.stdout
+    assert not list(tmp_path.rglob("escaped.txt"))
+    assert not (tmp_path.parent / "escaped.txt").exists()
+    assert _ours(state) == []
+
+
+def test_read_only_token_warns_and_still_writes_the_summary(tmp_path: Path, server: GitHubServer) -> None:
+    result = _pr(tmp_path, server, token="ghs_read", extra_env={"GITHUB_TOKEN": "ghs_read"})
+    assert result.returncode == 0, result.stderr
+    assert "::warning title=ragproof::cannot comment on the pull request" in result.stdout
+    assert "`permissions%3A checks%3A write`" not in result.stdout  # messages are data, not properties
+    assert "checks: write" in result.stdout
+    assert server.state.comments.get(7, []) == [] and server.state.check_runs == []
+    assert "✅ Passed" in result.summary
+    assert result.outputs["decision"] == "pass"
+
+
+def test_dispatch_rerun_for_a_pull_request(tmp_path: Path, server: GitHubServer) -> None:
+    event = {"inputs": {"pr-number": "7"}, "repository": {"full_name": "acme/rag", "default_branch": "main"}}
+    result = _pr(
+        tmp_path,
+        server,
+        event_name="workflow_dispatch",
+        event=event,
+        inputs={"pr-number": "7"},
+        sha=MERGE_BASE,
+        ref="refs/heads/main",
+        workflow_file="dispatch.yml",
+        extra_env={"INPUT_BASELINE-WORKFLOW": "pr-gate.yml"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(_ours(server.state)) == 1
+    assert server.state.check_runs[0]["head_sha"] == HEAD  # from the pulls API
+    assert any(r["path"] == "/repos/acme/rag/pulls/7" for r in server.state.requests)
+
+
+def test_dispatch_without_a_pull_request_writes_only_the_summary(
+    tmp_path: Path, server: GitHubServer
+) -> None:
+    result = _pr(
+        tmp_path,
+        server,
+        event_name="workflow_dispatch",
+        event={"inputs": {}},
+        sha=HEAD,
+        ref="refs/heads/feature",
+        inputs={"baseline-workflow": "pr-gate.yml"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "✅ Passed" in result.summary
+    assert server.state.comments.get(7, []) == [] and server.state.check_runs == []
+
+
+def test_push_to_the_default_branch_is_a_baseline_run(tmp_path: Path, server: GitHubServer) -> None:
+    event = {
+        "ref": "refs/heads/main",
+        "after": MERGE_BASE,
+        "repository": {"full_name": "acme/rag", "default_branch": "main"},
+    }
+    result = _pr(
+        tmp_path, server, event_name="push", event=event, sha=MERGE_BASE, ref="refs/heads/main", token=""
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.workspace / ".ragproof" / "run"
+    assert (out / "run.json").is_file() and (out / "rows.jsonl").is_file()
+    assert json.loads((out / "run.json").read_text())["git"]["commit"] == MERGE_BASE
+    assert result.outputs["decision"] == "none" and result.outputs["run-dir"] == str(out)
+    assert "No baseline" in result.summary or "ragproof" in result.summary
+    assert server.state.requests == []  # no comparison, no comment, no check, not even a token needed
+
+
+def test_secondary_rate_limit_then_success(tmp_path: Path, server: GitHubServer) -> None:
+    server.state.secondary_rate_limit("POST", r"/issues/7/comments$", retry_after=1)
+    result = _pr(tmp_path, server)
+    assert result.returncode == 0, result.stderr
+    assert len(_ours(server.state)) == 1
+    posts = [r for r in server.state.requests if r["method"] == "POST" and r["path"].endswith("/comments")]
+    assert len(posts) == 2
+
+
+def test_no_baseline_at_all(tmp_path: Path, state: GitHubState) -> None:
+    state.runs.clear()
+    state.artifacts.clear()
+    with GitHubServer(state) as server:
+        result = _pr(tmp_path, server, inputs={"baseline-workflow": ".github/workflows/pr-gate.yml"})
+    assert result.returncode == 0, result.stderr
+    (comment,) = _ours(state)
+    body = comment["body"]
+    assert "No baseline" in body and "No baseline yet" in body
+    assert "upload" in body and "`ragproof-run` artifact" in body
+    assert "retrieval.recall\\_at\\_k" in body  # the absolute scores
+    assert state.check_runs[0]["conclusion"] == "neutral"
+    assert result.outputs["decision"] == "none"
+
+
+def _fork_world(state: GitHubState, runs: dict[str, bytes], *, pr_head: str) -> dict:
+    """A fork PR #8 (mallory:feature at f1) whose pull_request run uploaded the candidate."""
+    state.add_commit("f1" * 20, [MERGE_BASE], datetime(2026, 3, 3, tzinfo=UTC))
+    for run in state.runs:
+        run["path"] = ".github/workflows/fork-safe-candidate.yml"
+    state.add_pull(8, head_sha=pr_head, head_repo=("mallory/rag", 2002))
+    state.pulls[8]["head"]["ref"] = "feature"
+    trigger = state.add_run(
+        head_sha="f1" * 20,
+        event="pull_request",
+        head_branch="feature",
+        workflow="fork-safe-candidate.yml",
+        head_repository=("mallory/rag", 2002),
+    )
+    state.add_artifact(trigger, "ragproof-run", runs["worse"])
+    run = next(r for r in state.runs if r["id"] == trigger)
+    return {"action": "completed", "workflow_run": run, "repository": state.repository()}
+
+
+def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: GitHubState, runs) -> None:
+    event = _fork_world(state, runs, pr_head="f1" * 20)
+    with GitHubServer(state) as server:
+        result = _pr(
+            tmp_path,
+            server,
+            event_name="workflow_run",
+            event=event,
+            sha=MERGE_BASE,
+            ref="refs/heads/main",
+            workflow_file="fork-safe-gate.yml",
+        )
+    assert result.returncode == 1, result.stderr
+    assert not (result.workspace / "seen-env.json").exists()  # nothing from the PR was executed
+    (comment,) = _ours(state, 8)
+    assert "❌ Blocked" in comment["body"]
+    assert state.check_runs[0]["head_sha"] == "f1" * 20 and state.check_runs[0]["conclusion"] == "failure"
+    assert result.outputs["baseline-sha"] == MERGE_BASE
+
+
+def test_workflow_run_does_not_post_on_a_pr_that_moved_on(tmp_path: Path, state: GitHubState, runs) -> None:
+    state.add_commit("f2" * 20, ["f1" * 20])
+    event = _fork_world(state, runs, pr_head="f2" * 20)
+    with GitHubServer(state) as server:
+        result = _pr(
+            tmp_path, server, event_name="workflow_run", event=event, workflow_file="fork-safe-gate.yml"
+        )
+    assert result.returncode == 0, result.stderr
+    assert "has moved on to f2f2f2f" in result.stdout
+    assert state.comments.get(8, []) == [] and state.check_runs == []
+
+
+def test_bad_input_is_one_line_usage_error(tmp_path: Path, server: GitHubServer) -> None:
+    result = _pr(tmp_path, server, inputs={"fail-on": "sometimes"})
+    assert result.returncode == 64
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line.startswith("ragproof: error: input fail-on (INPUT_FAIL-ON):")
+    assert server.state.requests == []

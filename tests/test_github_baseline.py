@@ -1,0 +1,126 @@
+"""Baseline discovery against the GitHub test server (real HTTP, real zips, real validation)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from github_helpers import GOOD, write_run
+from servers.github_server import GitHubServer, GitHubState, zip_directory
+
+from gate.errors import DataError
+from gate.github.baseline import find_baseline
+from gate.github.client import GitHubClient
+
+DAY = datetime(2026, 3, 1, tzinfo=UTC)
+FORK = ("mallory/rag", 2002)
+
+
+def sha(tag: str) -> str:
+    return (tag * 20)[:40]
+
+
+@pytest.fixture
+def server() -> Iterator[GitHubServer]:
+    """main: c0 <- c1 <- c2 <- c3; the PR head a1 branched from c1 (merge base c1)."""
+    state = GitHubState(page_size=2)
+    for i in range(4):
+        state.add_commit(sha(f"c{i}"), [sha(f"c{i - 1}")] if i else [], DAY + timedelta(hours=i))
+    state.add_commit(sha("a1"), [sha("c1")], DAY + timedelta(hours=5))
+    state.branches["main"] = sha("c3")
+    with GitHubServer(state) as srv:
+        yield srv
+
+
+def _artifact(tmp_path: Path, run_id: str) -> bytes:
+    return zip_directory(write_run(tmp_path / "runs" / run_id, GOOD, run_id=run_id))
+
+
+def _push_run(server: GitHubServer, tmp_path: Path, commit: str, *, expired: bool = False, **kw) -> int:
+    run = server.state.add_run(head_sha=sha(commit), **kw)
+    server.state.add_artifact(run, "ragproof-run", _artifact(tmp_path, f"{commit}-{run}"), expired=expired)
+    return run
+
+
+def _search(server: GitHubServer, tmp_path: Path):
+    client = GitHubClient(api_url=server.url, repository="acme/rag", token="ghs_write", backoff_factor=0.01)
+    return find_baseline(
+        client,
+        head_sha=sha("a1"),
+        workflow="pr-gate.yml",
+        artifact_name="ragproof-run",
+        work_dir=tmp_path / "dl",
+    )
+
+
+def test_merge_base_run_wins_over_newer_and_untrusted_runs(server: GitHubServer, tmp_path: Path) -> None:
+    _push_run(server, tmp_path, "c0")
+    chosen = _push_run(server, tmp_path, "c1")
+    _push_run(server, tmp_path, "c2")
+    _push_run(server, tmp_path, "c3")
+    # Same artifact name, at the merge-base commit, newer, but not trusted:
+    _push_run(server, tmp_path, "c1", event="pull_request", created_at=DAY + timedelta(days=2))
+    _push_run(server, tmp_path, "c1", head_repository=FORK, created_at=DAY + timedelta(days=2))
+    _push_run(server, tmp_path, "c1", conclusion="failure", created_at=DAY + timedelta(days=2))
+    search = _search(server, tmp_path)
+    assert search.merge_base_sha == sha("c1")
+    assert search.baseline is not None
+    assert search.baseline.run.id == chosen
+    assert search.baseline.commits_behind == 0
+    assert search.baseline.artifact.meta.run_id == f"c1-{chosen}"
+    assert "at the merge base" in search.baseline.staleness()
+    assert all(b["authorization"] is None for b in server.state.blob_requests)
+
+
+def test_a_fork_run_on_a_branch_named_main_is_never_used(server: GitHubServer, tmp_path: Path) -> None:
+    _push_run(server, tmp_path, "c1", event="pull_request", head_repository=FORK)
+    _push_run(server, tmp_path, "c1", head_repository=FORK)
+    search = _search(server, tmp_path)
+    assert search.baseline is None
+    assert (
+        "no successful push run of pr-gate.yml on main at or before the merge base c1c1c1c" in search.reason
+    )
+    downloads = [r for r in server.state.requests if r["path"].endswith("/zip")]
+    assert downloads == []
+
+
+def test_expired_artifact_is_skipped_for_the_newest_older_run(server: GitHubServer, tmp_path: Path) -> None:
+    older = _push_run(server, tmp_path, "c0")
+    expired = _push_run(server, tmp_path, "c1", expired=True)
+    _push_run(server, tmp_path, "c3")  # newer than the merge base: not an ancestor
+    search = _search(server, tmp_path)
+    assert search.baseline is not None and search.baseline.run.id == older
+    assert search.baseline.commits_behind == 1
+    assert search.baseline.staleness(now=DAY + timedelta(days=3)) == (
+        f"baseline from run {older} at commit c0c0c0c (1 commit behind the merge base c1c1c1c; 3.0 days old)"
+    )
+    assert any("skipped expired artifact 'ragproof-run'" in n and str(expired) in n for n in search.notes)
+    gone = [r for r in server.state.requests if r["path"].endswith("/zip")]
+    assert len(gone) == 1  # only the usable artifact was downloaded
+
+
+def test_no_runs_at_all(server: GitHubServer, tmp_path: Path) -> None:
+    server.state.add_run(head_sha=sha("c1"), workflow="other.yml")
+    search = _search(server, tmp_path)
+    assert search.baseline is None
+    assert "workflow 'pr-gate.yml' was not found" in search.reason
+
+
+def test_zip_slip_baseline_is_rejected_with_nothing_outside(server: GitHubServer, tmp_path: Path) -> None:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("run.json", "{}")
+        archive.writestr("../../escaped.txt", "owned")
+    run = server.state.add_run(head_sha=sha("c1"))
+    server.state.add_artifact(run, "ragproof-run", buffer.getvalue())
+    with pytest.raises(
+        DataError, match=r"baseline artifact 'ragproof-run' of run \d+: entry '../../escaped.txt'"
+    ):
+        _search(server, tmp_path)
+    assert not list(tmp_path.rglob("escaped.txt"))
+    assert not (tmp_path.parent / "escaped.txt").exists()

@@ -1,0 +1,95 @@
+"""The sticky comment and the check run against the GitHub test server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from github_helpers import client_for, pull_request_server
+from servers.github_server import GitHubServer
+
+from gate.github.checks import OUTPUT_LIMIT, create_check_run, fit
+from gate.github.comment import find_comment, marker, upsert_comment
+
+HUMAN = {"login": "mallory", "type": "User"}
+
+
+@pytest.fixture
+def server() -> Iterator[GitHubServer]:
+    with pull_request_server() as srv:
+        yield srv
+
+
+def test_created_then_updated_in_place_behind_several_pages(server: GitHubServer) -> None:
+    for i in range(5):
+        server.state.add_comment(7, f"chatter {i}", HUMAN)
+    first = upsert_comment(client_for(server), 7, "ragproof", "## report v1")
+    assert first.action == "created"
+    for i in range(3):
+        server.state.add_comment(7, f"more chatter {i}", HUMAN)
+    second = upsert_comment(client_for(server), 7, "ragproof", "## report v2")
+    assert second.action == "updated" and second.url == first.url
+    ours = [c for c in server.state.comments[7] if c["body"].startswith(marker("ragproof"))]
+    assert len(ours) == 1
+    assert ours[0]["body"] == "<!-- ragproof:ragproof -->\n## report v2"
+
+
+def test_markers_per_check_name_and_human_quotes_are_left_alone(server: GitHubServer) -> None:
+    quoted = server.state.add_comment(7, "<!-- ragproof:ragproof --> look at this", HUMAN)
+    upsert_comment(client_for(server), 7, "ragproof", "main config")
+    upsert_comment(client_for(server), 7, "ragproof-judge", "judge config")
+    bodies = [c["body"] for c in server.state.comments[7]]
+    assert bodies[0] == quoted["body"]
+    assert bodies[1:] == [
+        "<!-- ragproof:ragproof -->\nmain config",
+        "<!-- ragproof:ragproof-judge -->\njudge config",
+    ]
+    found = find_comment(client_for(server), 7, "ragproof-judge")
+    assert found is not None and found.body.endswith("judge config")
+
+
+def test_read_only_token_is_denied_not_crashed(server: GitHubServer) -> None:
+    result = upsert_comment(client_for(server, "ghs_read"), 7, "ragproof", "body")
+    assert result.action == "denied" and result.url is None
+    assert "pull-requests: write" in (result.message or "")
+    assert server.state.comments.get(7, []) == []
+    check = create_check_run(
+        client_for(server, "ghs_read"),
+        name="ragproof",
+        head_sha="a1" * 20,
+        conclusion="neutral",
+        title="t",
+        summary="s",
+    )
+    assert not check.created and "checks: write" in (check.message or "")
+
+
+def test_check_run_is_completed_on_the_head_sha_with_capped_output(server: GitHubServer) -> None:
+    long = "| row |\n" * 20_000  # 160,000 characters
+    result = create_check_run(
+        client_for(server),
+        name="ragproof",
+        head_sha="a1" * 20,
+        conclusion="failure",
+        title="ragproof: block",
+        summary=long,
+        text=long,
+    )
+    assert result.created
+    (run,) = server.state.check_runs
+    assert run["head_sha"] == "a1" * 20 and run["status"] == "completed" and run["conclusion"] == "failure"
+    for part in ("summary", "text"):
+        assert len(run["output"][part]) < OUTPUT_LIMIT
+        assert run["output"][part].endswith(
+            "(truncated: the full report is in the job summary and the run artifact)"
+        )
+    assert run["output"]["title"] == "ragproof: block"
+
+
+def test_fit_keeps_short_text_and_cuts_at_a_line() -> None:
+    note = "\n\n… (truncated: the full report is in the job summary and the run artifact)"
+    assert fit("short") == "short"
+    text = "aaaa\n" * 40  # 200 characters
+    assert fit(text, limit=200) == text
+    assert fit(text, limit=len(note) + 12) == "aaaa\naaaa" + note
+    assert len(fit(text, limit=len(note) + 12)) <= len(note) + 12
