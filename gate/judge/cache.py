@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gate.errors import DataError
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judge_cache (
     model TEXT NOT NULL,
@@ -47,10 +49,13 @@ class JudgeCache:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        conn = self._connection()
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(_SCHEMA)
-        conn.commit()
+        try:
+            conn = self._connection()
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+            conn.commit()
+        except sqlite3.Error as exc:
+            raise DataError(f"{self.path}: cannot open the judge cache: {exc}") from None
 
     def _connection(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

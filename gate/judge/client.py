@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import dataclass
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -58,8 +59,19 @@ class ChatClient(Protocol):
     def close(self) -> None: ...
 
 
+MAX_RETRY_AFTER_S = 60.0
+
+
+class _CappedRetry(Retry):
+    """urllib3's Retry with ``Retry-After`` honoured up to :data:`MAX_RETRY_AFTER_S` seconds."""
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(seconds, MAX_RETRY_AFTER_S)
+
+
 def _session(retries: int, pool_size: int) -> requests.Session:
-    retry = Retry(
+    retry = _CappedRetry(
         total=retries,
         connect=retries,
         read=retries,
@@ -93,6 +105,15 @@ def _completion(
     return Completion(text, estimate_tokens(prompt), estimate_tokens(text), True)
 
 
+def _without_credentials(url: str) -> str:
+    """``url`` without a ``user:password@`` part, for messages."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host))
+
+
 def _timed_out(exc: requests.exceptions.RequestException) -> bool:
     """True for a read timeout, also when urllib3 wrapped it after exhausting its retries."""
     if isinstance(exc, requests.exceptions.Timeout):
@@ -115,6 +136,13 @@ class _HTTPChatClient:
         self._session = _session(config.retries, config.concurrency)
 
     def _post(self, url: str, headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._post_json(url, headers, body)
+        except JudgeError as exc:
+            shown = _without_credentials(url)
+            raise JudgeError(str(exc).replace(url, shown)) from None
+
+    def _post_json(self, url: str, headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = self._session.post(url, headers=headers, json=body, timeout=self.timeout_s)
         except requests.exceptions.RetryError as exc:
