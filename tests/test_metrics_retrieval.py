@@ -168,6 +168,23 @@ def test_ndcg_idcg_uses_min_of_k_and_relevant_count() -> None:
     assert score("retrieval.ndcg_at_k", case, out, ScoringContext(k=3)).value == pytest.approx(1.0, abs=1e-12)
 
 
+def test_ndcg_fewer_than_k_results_ideal_still_counts_all_relevant() -> None:
+    case = make_case(expected_source_ids=["a", "b"])
+    value = score("retrieval.ndcg_at_k", case, make_output(["a"]), ScoringContext(k=5)).value
+    assert value == pytest.approx(1 / (1 + 1 / math.log2(3)), abs=1e-12)
+
+
+def test_recall_fewer_than_k_results() -> None:
+    case = make_case(expected_source_ids=["a", "b"])
+    assert score("retrieval.recall_at_k", case, make_output(["a"]), ScoringContext(k=5)).value == 0.5
+
+
+def test_deep_ranks_beyond_the_discount_table() -> None:
+    ranked = [f"d{i}" for i in range(1500)]
+    assert ndcg_at_k(ranked, {"d1400"}, 1500) == pytest.approx(1 / math.log2(1402), abs=1e-15)
+    assert reciprocal_rank(ranked, {"d1400"}) == 1 / 1401
+
+
 def test_ndcg_empty_retrieval_scores_0() -> None:
     case = make_case(expected_source_ids=["a"])
     result = score("retrieval.ndcg_at_k", case, make_output([]))

@@ -41,14 +41,12 @@ from gate.records import CaseOutput, Chunk
 
 Gain = Literal["linear", "exp2"]
 
-# 1 / log2(rank + 1) for 1-based ranks, indexed by 0-based rank; extended on demand.
-_DISCOUNTS: list[float] = [1.0 / math.log2(i + 2) for i in range(256)]
+# 1 / log2(rank + 1) for 1-based ranks, indexed by 0-based rank (read-only: safe across threads)
+_DISCOUNTS: tuple[float, ...] = tuple(1.0 / math.log2(i + 2) for i in range(1024))
 
 
 def _discount(rank0: int) -> float:
-    while rank0 >= len(_DISCOUNTS):
-        _DISCOUNTS.append(1.0 / math.log2(len(_DISCOUNTS) + 2))
-    return _DISCOUNTS[rank0]
+    return _DISCOUNTS[rank0] if rank0 < len(_DISCOUNTS) else 1.0 / math.log2(rank0 + 2)
 
 
 def _check_k(k: int) -> None:
