@@ -93,9 +93,32 @@ def test_metric_skips_with_reasons_never_zero() -> None:
         assert (result.status, result.value, result.reason) == ("skipped", None, reason)
 
 
+def test_unknown_or_categorical_component_is_named() -> None:
+    case, output = make_case(), make_output(None, "x")
+    for name in ("answer.token_f2", "diagnostics.failure_category", "composite.trust"):
+        result = score("composite.trust", case, output, _ctx({}, {name: 1.0, "answer.token_f1": 1.0}))
+        assert (result.status, result.reason) == (
+            "skipped",
+            f"composite.weights: {name!r} is not a numeric component metric",
+        )
+
+
 def test_golden_through_the_registered_metric() -> None:
-    results = {name: MetricResult.scored(v) for name, v in GOLDEN_VALUES.items()}
-    ctx = _ctx(results, GOLDEN_WEIGHTS)
+    # the golden values on four registered higher-is-better metrics
+    names = dict(
+        zip(
+            GOLDEN_VALUES,
+            (
+                "judge.faithfulness",
+                "generation.citation_support",
+                "generation.answer_relevance",
+                "answer.token_f1",
+            ),
+            strict=True,
+        )
+    )
+    results = {names[k]: MetricResult.scored(v) for k, v in GOLDEN_VALUES.items()}
+    ctx = _ctx(results, {names[k]: w for k, w in GOLDEN_WEIGHTS.items()})
     case, output = make_case(), make_output(None, "x")
     assert round(score("composite.trust", case, output, ctx).value, 4) == 0.2863
     assert round(score("composite.trust_arithmetic", case, output, ctx).value, 4) == 0.57

@@ -70,10 +70,22 @@ def component_values(
     return out
 
 
+def weights_problem(weights: Mapping[str, float]) -> str | None:
+    """Why ``weights`` cannot define a composite (an unknown, categorical or composite name), or None."""
+    for name in weights:
+        spec = REGISTRY.get(name)
+        if spec is None or spec.categorical or name.startswith("composite."):
+            return f"composite.weights: {name!r} is not a numeric component metric"
+    return None
+
+
 def _composite(ctx: ScoringContext, pick: int) -> MetricResult:
     weights = ctx.extras.get("composite_weights") or {}
     if not weights:
         return MetricResult.skipped(REASON_NO_WEIGHTS)
+    problem = weights_problem(weights)
+    if problem is not None:
+        return MetricResult.skipped(problem)
     results = ctx.extras.get("results")
     if results is None:
         return MetricResult.skipped(REASON_NO_RESULTS)
