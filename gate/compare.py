@@ -449,12 +449,17 @@ def _decide_batch(
 ) -> list[GateResult]:
     """Bootstrap one batch of gates together (differences, plus candidate levels for floors)."""
     n = batch[0].mask.size
+    pairs = [int(g.mask.sum()) for g in batch]
     columns: list[np.ndarray] = []
     level_col: dict[int, int] = {}
-    for g in batch:
-        columns.append(np.where(g.mask, diffs[g.policy.name], np.nan))
+    nothing = np.full(n, np.nan)
+    for g, n_pairs in zip(batch, pairs, strict=True):
+        # A gate too small to decide needs no resampling: its column is empty (and deduplicated).
+        columns.append(
+            np.where(g.mask, diffs[g.policy.name], np.nan) if n_pairs >= cfg.min_pairs else nothing
+        )
     for i, g in enumerate(batch):
-        if g.policy.floor is not None or g.policy.ceiling is not None:
+        if pairs[i] >= cfg.min_pairs and (g.policy.floor is not None or g.policy.ceiling is not None):
             level_col[i] = len(columns)
             columns.append(np.where(g.mask, levels[g.policy.name], np.nan))
     matrix = np.column_stack(columns) if columns else np.empty((n, 0))
@@ -469,7 +474,7 @@ def _decide_batch(
     out: list[GateResult] = []
     for i, g in enumerate(batch):
         p = g.policy
-        n_pairs = int(boot.n[i])
+        n_pairs = pairs[i]
         bmean = _finite(float(np.nanmean(base_levels[p.name][g.mask]))) if n_pairs else None
         cmean = _finite(float(np.nanmean(levels[p.name][g.mask]))) if n_pairs else None
         common = dict(
@@ -478,7 +483,7 @@ def _decide_batch(
             gating=g.gating,
             higher_is_better=p.higher_is_better,
             n=n_pairs,
-            clusters=int(boot.units[i]) if clusters is not None else None,
+            clusters=len({clusters[k] for k in np.flatnonzero(g.mask)}) if clusters is not None else None,
             baseline_mean=bmean,
             candidate_mean=cmean,
             margin=p.margin,
@@ -488,9 +493,8 @@ def _decide_batch(
         )
         skipped = skip_reason(n_pairs, cfg.min_pairs)
         if skipped:
-            out.append(
-                GateResult(**common, delta=_finite(boot.estimate[i]), decision="skipped", reason=skipped)
-            )
+            delta = _finite(float(np.mean(diffs[p.name][g.mask]))) if n_pairs else None
+            out.append(GateResult(**common, delta=delta, decision="skipped", reason=skipped))
             continue
         lo, hi = float(boot.lo[i]), float(boot.hi[i])
         decision = interval_decision(lo, hi, p.margin)

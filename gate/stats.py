@@ -36,6 +36,7 @@ resamples peak use stays near 300 MB.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -110,19 +111,25 @@ def _unit_sums(values: np.ndarray, present: np.ndarray, codes: np.ndarray | None
     return sums, weights
 
 
-def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """Resample statistics (resamples x columns) from the shared count blocks."""
-    n_units = sums.shape[0]
-    # Identical weight columns (same pair set) share one denominator product.
+def _distinct_columns(matrix: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Indices of the first of each group of identical columns, and each column's group."""
     slot_of: dict[bytes, int] = {}
     first_columns: list[int] = []
-    inverse = np.empty(weights.shape[1], dtype=np.int64)
-    for j in range(weights.shape[1]):
-        key = weights[:, j].tobytes()
+    inverse = np.empty(matrix.shape[1], dtype=np.int64)
+    for j in range(matrix.shape[1]):
+        key = np.ascontiguousarray(matrix[:, j]).tobytes()
         if key not in slot_of:
             slot_of[key] = len(first_columns)
             first_columns.append(j)
         inverse[j] = slot_of[key]
+    return first_columns, inverse
+
+
+def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """Resample statistics (resamples x columns) from the shared count blocks."""
+    n_units = sums.shape[0]
+    # Identical weight columns (same pair set) share one denominator product.
+    first_columns, inverse = _distinct_columns(weights)
     rhs = np.hstack([sums, weights[:, first_columns]])
     q = sums.shape[1]
     n_blocks = -(-resamples // BLOCK)
@@ -229,6 +236,20 @@ def bootstrap_means(
     if method not in ("percentile", "bca"):
         raise ValueError(f"unknown interval method {method!r}")
     data = _as_matrix(values)
+    first_columns, inverse = _distinct_columns(data)
+    if len(first_columns) < data.shape[1]:
+        # Identical columns (e.g. slice "all" and "kind=qa" when every case is qa) are computed once.
+        distinct = bootstrap_means(
+            data[:, first_columns],
+            resamples=resamples,
+            confidence=confidence,
+            seed=seed,
+            clusters=clusters,
+            method=method,
+        )
+        return BootstrapResult(
+            *(getattr(distinct, f.name)[inverse] for f in dataclasses.fields(BootstrapResult))
+        )
     n, q = data.shape
     present = ~np.isnan(data)
     filled = np.where(present, data, 0.0)

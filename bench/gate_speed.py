@@ -1,0 +1,218 @@
+"""Gate speed: ``ragproof compare`` end to end vs scipy.stats.bootstrap vs a pure-Python loop.
+
+Workload: 10,000 cases, 8 metrics (some cases unscored, so pair sets differ per metric),
+10 overlapping tag slices, 10,000 resamples, 95% percentile intervals. Every gate of the
+comparison (8 metrics + the adapter-failure rate, on ``all``, ``kind=qa`` and the 10 slices)
+is bootstrapped three ways:
+
+- ragproof: ``ragproof compare BASE CAND --json`` as a subprocess (imports, artifact reading
+  and validation, all gates, the JSON written);
+- scipy: ``scipy.stats.bootstrap((b, c), mean-of-difference, paired=True, vectorized=True,
+  method="percentile", n_resamples=10000)`` per gate on the already-paired arrays (the
+  bootstrap alone, no reading), in a subprocess;
+- Python loop: the textbook per-resample loop (``rng.randrange`` per draw), timed on one gate
+  of 300 cases and extrapolated linearly in cases x resamples to the whole workload.
+
+Peak memory is each subprocess's maximum resident set size. Usage::
+
+    python bench/gate_speed.py [--cases 10000] [--resamples 10000] [--quick]
+
+``--quick`` times scipy on the gates of one metric and multiplies by the number of metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+METRICS = (
+    "retrieval.precision_at_k",
+    "retrieval.recall_at_k",
+    "retrieval.mrr",
+    "retrieval.ndcg_at_k",
+    "retrieval.hit_rate_at_k",
+    "answer.exact_match",
+    "answer.token_f1",
+    "generation.citation_validity",
+)
+SLICES = 10
+PEAK = "import resource, sys; print('peak_kb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
+
+
+def build_runs(root: Path, cases: int, seed: int = 0) -> None:
+    from gate.aggregate import summarize
+    from gate.artifact import DatasetInfo, Row, RunMeta, ToolInfo, write_artifact
+    from gate.metrics.base import MetricResult
+
+    rng = random.Random(seed)
+    rows = {"baseline": [], "candidate": []}
+    for i in range(cases):
+        tags = [f"slice:{s}" for s in range(SLICES) if rng.random() < 0.25]
+        per_run = {"baseline": {}, "candidate": {}}
+        for m, name in enumerate(METRICS):
+            if m >= 5 and rng.random() < 0.2:  # answer metrics unscored on a fifth of the cases
+                for run in per_run:
+                    per_run[run][name] = MetricResult.skipped("case has no expected_answer")
+                continue
+            base = rng.random() if m in (2, 3, 6) else float(rng.random() < 0.7)
+            cand = base if rng.random() < 0.9 else (rng.random() if m in (2, 3, 6) else 1.0 - base)
+            per_run["baseline"][name] = MetricResult.scored(base)
+            per_run["candidate"][name] = MetricResult.scored(cand)
+        for run in rows:
+            rows[run].append(
+                Row(case_id=f"case-{i:05d}", kind="qa", tags=tags, status="ok", metrics=per_run[run])
+            )
+    for run, run_rows in rows.items():
+        meta = RunMeta(
+            run_id=run,
+            created_at="2026-12-01T00:00:00Z",
+            tool=ToolInfo(version="bench"),
+            dataset=DatasetInfo(path="bench.jsonl", sha256="0" * 64, case_count=cases),
+            config_hash="0" * 64,
+            k=5,
+            source_match="chunk",
+            metrics=list(METRICS),
+            slices=["kind", "tags"],
+        )
+        write_artifact(root / run, meta, run_rows, summarize(run_rows, list(METRICS), ["kind", "tags"]))
+
+
+def write_config(root: Path, resamples: int) -> Path:
+    path = root / "ragproof.yaml"
+    path.write_text(
+        "version: 1\ndataset: bench.jsonl\nadapter: {type: replay, path: replay.jsonl}\n"
+        f"gate: {{resamples: {resamples}, slices: [kind, tags]}}\n"
+    )
+    return path
+
+
+def run_timed(code: str, *args: str) -> tuple[float, int, str]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    peak = [int(line.split()[1]) for line in proc.stderr.splitlines() if line.startswith("peak_kb")]
+    if proc.returncode not in (0, 1) or not peak:
+        raise SystemExit(f"benchmark step failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return wall, peak[0], proc.stdout
+
+
+RAGPROOF = f"""
+import sys
+from gate.cli import main
+code = main(sys.argv[1:])
+{PEAK}
+sys.exit(code)
+"""
+
+SCIPY = f"""
+import json, sys, time
+import numpy as np
+from scipy.stats import bootstrap
+from gate.artifact import read_artifact
+from gate.aggregate import slice_keys
+root, resamples, only = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+base, cand = read_artifact(root + "/baseline"), read_artifact(root + "/candidate")
+metrics = sorted({{n for r in cand.rows for n in r.metrics}})
+if only != "all":
+    metrics = metrics[: int(only)]
+keys = {{}}
+for i, r in enumerate(cand.rows):
+    for k in slice_keys(r, ["kind", "tags"]):
+        keys.setdefault(k, []).append(i)
+def value(r, n):
+    m = r.metrics.get(n)
+    return m.value if m is not None and m.status == "scored" else np.nan
+def stat(b, c, axis):
+    return np.mean(c - b, axis=axis)
+start = time.perf_counter()
+gates = 0
+for n in metrics:
+    b_all = np.array([value(r, n) for r in base.rows]); c_all = np.array([value(r, n) for r in cand.rows])
+    for k, idx in keys.items():
+        b, c = b_all[idx], c_all[idx]
+        keep = ~np.isnan(b) & ~np.isnan(c)
+        bootstrap((b[keep], c[keep]), stat, paired=True, vectorized=True, method="percentile",
+                  n_resamples=resamples, batch=1000, random_state=0)
+        gates += 1
+print(json.dumps({{"seconds": time.perf_counter() - start, "gates": gates, "metrics": len(metrics)}}))
+{PEAK}
+"""
+
+
+def python_loop_seconds_per_draw(n: int = 300, resamples: int = 10_000) -> float:
+    """Seconds per (case x resample) of the textbook loop, measured on one gate of ``n`` cases."""
+    rng = random.Random(7)
+    base = [float(rng.random() < 0.7) for _ in range(n)]
+    cand = [b if rng.random() < 0.9 else 1.0 - b for b in base]
+    start = time.perf_counter()
+    diffs = [c - b for b, c in zip(base, cand, strict=True)]
+    means = []
+    for _ in range(resamples):
+        sample = [diffs[rng.randrange(n)] for _ in range(n)]
+        means.append(sum(sample) / n)
+    means.sort()
+    return (time.perf_counter() - start) / (n * resamples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="scipy on one metric's gates, extrapolated")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
+        root = Path(tmp)
+        build_runs(root, args.cases)
+        config = write_config(root, args.resamples)
+        out = root / "decision.json"
+        wall, peak_ours, _ = run_timed(
+            RAGPROOF,
+            "compare",
+            str(root / "baseline"),
+            str(root / "candidate"),
+            "-c",
+            str(config),
+            "--json",
+            str(out),
+        )
+        decision = json.loads(out.read_text())
+        gates = len(decision["gates"])
+        bootstrapped = [g for g in decision["gates"] if g["metric"] != "adapter.failure_rate"]
+        case_units = sum(g["n"] for g in bootstrapped)
+
+        _, peak_scipy, scipy_out = run_timed(
+            SCIPY, str(root), str(args.resamples), "1" if args.quick else "all"
+        )
+        scipy = json.loads(scipy_out)
+        scipy_seconds = scipy["seconds"] * (len(METRICS) / scipy["metrics"])
+        loop_seconds = python_loop_seconds_per_draw() * case_units * args.resamples
+
+    rows = [
+        ("ragproof compare (end to end)", wall, peak_ours / 1024, "measured"),
+        (
+            "scipy.stats.bootstrap (bootstrap only)",
+            scipy_seconds,
+            peak_scipy / 1024,
+            "extrapolated from 1 metric" if args.quick else "measured",
+        ),
+        ("pure-Python loop (bootstrap only)", loop_seconds, float("nan"), "extrapolated from n=300"),
+    ]
+    print(
+        f"workload: {args.cases} cases, {len(METRICS)} metrics, {SLICES} overlapping slices (+ all, kind=qa), "
+        f"{args.resamples} resamples; {gates} gates ({len(bootstrapped)} metric gates over {case_units} pairs)"
+    )
+    print(f"{'method':42} {'seconds':>10} {'vs ragproof':>12} {'peak MB':>9}  note")
+    for name, seconds, peak, note in rows:
+        ratio = seconds / wall
+        peak_text = f"{peak:9.0f}" if peak == peak else f"{'-':>9}"
+        print(f"{name:42} {seconds:10.2f} {ratio:11.1f}x {peak_text}  {note}")
+
+
+if __name__ == "__main__":
+    main()
