@@ -1,0 +1,36 @@
+# The image of the ragproof GitHub Action (a Docker container action).
+# The base is an argument so the image can be built where no registry is reachable
+# (scripts/container-smoke.sh builds one from Debian's packages). Debian's python3 is 3.11,
+# python:3.12-slim has 3.12: both work.
+ARG BASE_IMAGE=python:3.12-slim
+FROM ${BASE_IMAGE}
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/ragproof \
+    PATH=/opt/ragproof/bin:$PATH
+
+# A virtual environment keeps the action's dependencies apart from the base image's Python;
+# `install: pip install -e .` in a workflow installs the user's pipeline into it. The
+# dependencies get a layer of their own (read from pyproject.toml), so a change to the
+# sources rebuilds only the last layer.
+COPY pyproject.toml /tmp/ragproof-src/
+RUN python3 -m venv /opt/ragproof \
+    && python3 -c 'import tomllib, sys; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' \
+        /tmp/ragproof-src/pyproject.toml >/tmp/requirements.txt \
+    && /opt/ragproof/bin/pip install --no-cache-dir -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+# Only what the package build needs; see .dockerignore.
+COPY setup.py MANIFEST.in README.md /tmp/ragproof-src/
+COPY gate /tmp/ragproof-src/gate
+COPY examples/demo /tmp/ragproof-src/examples/demo
+RUN /opt/ragproof/bin/pip install --no-cache-dir /tmp/ragproof-src \
+    && rm -rf /tmp/ragproof-src \
+    && ragproof --version
+
+# No USER: GitHub runs Docker actions as the image's default user, with the workspace
+# mounted at /github/workspace and that directory as the working directory.
+ENTRYPOINT ["ragproof", "action"]

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Build the action's image with podman and run it the way the GitHub runner runs a Docker
+# container action, against the GitHub REST API test server (tests/servers/github_server.py)
+# on this machine:
+#
+#   1. a base image from Debian's packages (mmdebstrap | podman import), reused when present;
+#   2. `podman build` of the Dockerfile on that base (the layer cache makes warm builds fast);
+#   3. a push to the default branch inside the container: the baseline run, no API calls;
+#   4. the API test server with a pull request whose baseline artifact is that run;
+#   5. a pull_request event inside the container: it must leave one sticky comment and a
+#      successful check run on the pull request's head commit, and set the step outputs.
+#
+# Needs root, podman, buildah, runc and mmdebstrap (apt-get install -y podman buildah runc
+# mmdebstrap). Settings (environment): RAGPROOF_SMOKE_DIR (work directory),
+# RAGPROOF_SMOKE_BASE (base image name), RAGPROOF_SMOKE_IMAGE (image name), PYTHON.
+# Prints "container smoke: ok" and exits 0 on success.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+WORK="${RAGPROOF_SMOKE_DIR:-${TMPDIR:-/tmp}/ragproof-container-smoke}"
+BASE_IMAGE="${RAGPROOF_SMOKE_BASE:-localhost/pybase:bookworm}"
+IMAGE="${RAGPROOF_SMOKE_IMAGE:-localhost/ragproof-action:smoke}"
+PYTHON="${PYTHON:-python3}"
+HEAD_SHA="a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+MAIN_SHA="c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
+
+log() { printf 'container smoke: %s\n' "$*"; }
+
+mkdir -p "$WORK"
+
+# crun cannot run here ("cgroups in hybrid mode not supported") and podman's default open-file
+# limit exceeds the machine's hard limit: a containers.conf of our own, no edit under /etc.
+cat >"$WORK/containers.conf" <<'EOF'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+[engine]
+runtime = "runc"
+EOF
+export CONTAINERS_CONF="$WORK/containers.conf"
+
+debian_mirror() {
+    local uri
+    uri="$(grep -rhoE '^(URIs:|deb) +(\[[^]]*\] +)?https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
+        | grep -v security | grep -oE 'https?://[^ ]+' | head -n 1 || true)"
+    printf '%s\n' "${uri:-http://deb.debian.org/debian}"
+}
+
+if podman image exists "$BASE_IMAGE"; then
+    log "reusing base image $BASE_IMAGE"
+else
+    mirror="$(debian_mirror)"
+    log "building base image $BASE_IMAGE from $mirror"
+    mmdebstrap --quiet --variant=apt --include=python3,python3-venv,python3-pip,ca-certificates \
+        bookworm - "$mirror" | podman import - "$BASE_IMAGE" >/dev/null
+fi
+
+# Outbound HTTPS is re-signed by a proxy whose CA is only in the host's store: pip inside the
+# build is pointed at the host bundle through mounts, without changing the Dockerfile.
+printf '[global]\ncert = /run/host-ca/ca.crt\n' >"$WORK/pip.conf"
+log "building $IMAGE"
+podman build --quiet --network host \
+    --build-arg BASE_IMAGE="$BASE_IMAGE" \
+    -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca/ca.crt:ro \
+    -v "$WORK/pip.conf:/etc/pip.conf:ro" \
+    -t "$IMAGE" "$ROOT" >/dev/null
+
+# The runner's layout: workspace at /github/workspace, the event under /github/workflow,
+# the output and summary files under /github/file_commands.
+fresh_job() {
+    rm -rf "$WORK/workspace" "$WORK/workflow" "$WORK/file_commands"
+    mkdir -p "$WORK/workflow" "$WORK/file_commands"
+    cp -r "$ROOT/tests/fixtures/action_project" "$WORK/workspace"
+    rm -f "$WORK/workspace/seen-env.json"
+    : >"$WORK/file_commands/set_output"
+    : >"$WORK/file_commands/step_summary"
+}
+
+run_action() { # EVENT_NAME SHA REF API_URL TOKEN
+    podman run --rm --network host \
+        -v "$WORK/workspace:/github/workspace" -w /github/workspace \
+        -v "$WORK/workflow:/github/workflow" \
+        -v "$WORK/file_commands:/github/file_commands" \
+        -e CI=true -e GITHUB_ACTIONS=true \
+        -e GITHUB_EVENT_NAME="$1" -e GITHUB_EVENT_PATH=/github/workflow/event.json \
+        -e GITHUB_SHA="$2" -e GITHUB_REF="$3" \
+        -e GITHUB_REPOSITORY=acme/rag -e GITHUB_REPOSITORY_OWNER=acme \
+        -e GITHUB_API_URL="$4" -e GITHUB_SERVER_URL=https://github.example \
+        -e GITHUB_RUN_ID=4242 -e GITHUB_RUN_ATTEMPT=1 \
+        -e GITHUB_WORKFLOW_REF="acme/rag/.github/workflows/pr-gate.yml@$3" \
+        -e GITHUB_WORKSPACE=/github/workspace \
+        -e GITHUB_OUTPUT=/github/file_commands/set_output \
+        -e GITHUB_STEP_SUMMARY=/github/file_commands/step_summary \
+        -e "INPUT_GITHUB-TOKEN=$5" -e INPUT_CONFIG=ragproof.yaml -e INPUT_MODE=auto \
+        -e INPUT_OUT=.ragproof/run -e INPUT_COMMENT=true -e INPUT_CHECK-NAME=ragproof \
+        -e INPUT_BASELINE-ARTIFACT=ragproof-run \
+        "$IMAGE"
+}
+
+log "push to main (baseline run)"
+fresh_job
+cat >"$WORK/workflow/event.json" <<EOF
+{"ref": "refs/heads/main", "after": "$MAIN_SHA",
+ "repository": {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}}
+EOF
+run_action push "$MAIN_SHA" refs/heads/main http://127.0.0.1:9 ""
+grep -q '^decision=none$' "$WORK/file_commands/set_output"
+rm -rf "$WORK/baseline"
+cp -r "$WORK/workspace/.ragproof/run" "$WORK/baseline"
+
+log "starting the GitHub API test server"
+rm -f "$WORK/api-url"
+"$PYTHON" "$ROOT/tests/servers/github_server.py" --scenario pull-request \
+    --baseline-dir "$WORK/baseline" --ready-file "$WORK/api-url" >"$WORK/server.log" 2>&1 &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+    [ -s "$WORK/api-url" ] && break
+    sleep 0.1
+done
+api_url="$(cat "$WORK/api-url")"
+
+log "pull_request #7 against $api_url"
+fresh_job
+cat >"$WORK/workflow/event.json" <<EOF
+{"action": "synchronize", "number": 7,
+ "repository": {"id": 1001, "full_name": "acme/rag", "default_branch": "main"},
+ "pull_request": {"number": 7, "state": "open",
+   "head": {"sha": "$HEAD_SHA", "ref": "feature", "repo": {"full_name": "acme/rag"}},
+   "base": {"sha": "$MAIN_SHA", "ref": "main", "repo": {"full_name": "acme/rag"}}}}
+EOF
+run_action pull_request "0000000000000000000000000000000000000000" refs/pull/7/merge "$api_url" ghs_write
+
+"$PYTHON" - "$api_url" "$WORK/file_commands/set_output" "$HEAD_SHA" <<'EOF'
+import json
+import sys
+import urllib.request
+
+api_url, output_file, head_sha = sys.argv[1:]
+state = json.load(urllib.request.urlopen(f"{api_url}/_state", timeout=10))
+comments = [c for c in state["comments"].get("7", []) if c["body"].lstrip().startswith("<!-- ragproof:ragproof -->")]
+assert len(comments) == 1, f"expected one sticky comment, got {len(comments)}"
+assert "✅ Passed" in comments[0]["body"], comments[0]["body"][:500]
+checks = state["check_runs"]
+assert len(checks) == 1, f"expected one check run, got {len(checks)}"
+check = checks[0]
+assert (check["name"], check["head_sha"], check["status"], check["conclusion"]) == (
+    "ragproof", head_sha, "completed", "success"), check
+assert all(b["authorization"] is None for b in state["blob_requests"]) and state["blob_requests"]
+outputs = open(output_file, encoding="utf-8").read()
+assert "decision=pass" in outputs and "baseline-sha=c1c1" in outputs, outputs
+print("container smoke: comment", comments[0]["html_url"], "and check run", check["conclusion"])
+EOF
+log "ok"

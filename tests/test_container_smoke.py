@@ -1,0 +1,36 @@
+"""The action's image, really built with podman and run the way the GitHub runner runs it.
+
+scripts/container-smoke.sh does the work (base image from Debian's packages, build, a push
+run and a pull_request run against the GitHub API test server). Without podman the test is
+skipped, unless RAGPROOF_REQUIRE_CONTAINER=1 (CI), where a missing podman is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "container-smoke.sh"
+TOOLS = ("podman", "runc")
+
+
+@pytest.mark.timeout(1200)
+def test_image_builds_and_gates_a_pull_request() -> None:
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        reason = (
+            f"{', '.join(missing)} not installed: the container smoke test needs podman, buildah, runc and "
+            "mmdebstrap (apt-get install -y podman buildah runc mmdebstrap)"
+        )
+        if os.environ.get("RAGPROOF_REQUIRE_CONTAINER") == "1":
+            pytest.fail(f"RAGPROOF_REQUIRE_CONTAINER=1 but {reason}")
+        pytest.skip(reason)
+    proc = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=1150)
+    log = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, log
+    assert "container smoke: comment https://github.example/acme/rag/pull/7#issuecomment-" in proc.stdout, log
+    assert proc.stdout.rstrip().endswith("container smoke: ok"), log
