@@ -1,0 +1,111 @@
+"""action.yml, the Dockerfile and the example workflows: schemas, linters, consistency."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate.github.context import INPUT_FIELDS
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOWS = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
+ISSUE_INPUTS = {
+    "config", "github-token", "mode", "candidate", "baseline-artifact", "baseline-workflow",
+    "pr-number", "comment", "check-name", "fail-on", "out", "allow-mixed-judges", "install",
+}  # fmt: skip
+ISSUE_OUTPUTS = {"decision", "run-dir", "report", "comment-url", "baseline-run-id", "baseline-sha"}
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (pip install -e '.[test]')")
+    return path
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_action_yml_matches_the_github_actions_schema() -> None:
+    proc = _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", "action.yml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_example_workflows_match_the_github_workflows_schema() -> None:
+    assert {p.name for p in WORKFLOWS} >= {
+        "pr-gate.yml",
+        "dispatch.yml",
+        "sharded.yml",
+        "fork-safe-candidate.yml",
+        "fork-safe-gate.yml",
+        "calibrate.yml",
+    }
+    proc = _run(
+        _tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_example_workflows_pass_actionlint() -> None:
+    proc = _run(_tool("actionlint"), "-no-color", *map(str, WORKFLOWS))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dockerfile_passes_hadolint() -> None:
+    proc = _run(_tool("hadolint"), "Dockerfile")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_dockerfile_contract() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^ARG BASE_IMAGE=python:3\.12-slim$", text, re.M)
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", text, re.M)
+    assert 'ENTRYPOINT ["ragproof", "action"]' in text
+    assert not re.search(r"^USER\b", text, re.M)  # Docker actions run as the image's default user
+    installs = [
+        line for line in text.splitlines() if "pip install" in line and not line.lstrip().startswith("#")
+    ]
+    assert installs and all("--no-cache-dir" in line for line in installs)
+
+
+def test_action_yml_documents_every_input_and_output() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert action["branding"]["icon"] and action["branding"]["color"]
+    inputs, outputs = action["inputs"], action["outputs"]
+    assert set(inputs) >= ISSUE_INPUTS
+    # every declared input is read, and vice versa (the token is read apart, to be masked first)
+    assert set(inputs) == set(INPUT_FIELDS) | {"github-token"}
+    assert set(outputs) == ISSUE_OUTPUTS
+    for name, spec in {**inputs, **outputs}.items():
+        assert len(spec["description"]) > 20, name
+    assert inputs["github-token"]["default"] == "${{ github.token }}"
+    assert inputs["config"]["default"] == "ragproof.yaml"
+    assert inputs["baseline-artifact"]["default"] == "ragproof-run"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflows_pin_actions_and_grant_least_privilege(path: Path) -> None:
+    workflow = yaml.safe_load(path.read_text())
+    assert workflow["permissions"] == {"contents": "read"}
+    allowed = {"contents": "read", "actions": "read", "pull-requests": "write", "checks": "write"}
+    for name, job in workflow["jobs"].items():
+        assert "permissions" in job, f"{path.name}: job {name} has no permissions block"
+        for scope, level in job["permissions"].items():
+            assert allowed.get(scope) == level, f"{path.name}: {name} grants {scope}: {level}"
+        for step in job.get("steps", []):
+            uses = step.get("uses")
+            if uses and uses.startswith("actions/"):
+                assert re.fullmatch(r"actions/[\w-]+@[0-9a-f]{40}", uses), (
+                    f"{path.name}: {uses} is not pinned"
+                )
+            elif uses:
+                assert re.fullmatch(r"[\w-]+/[\w-]+@v\d+\.\d+\.\d+", uses), (
+                    f"{path.name}: {uses} is not pinned"
+                )
