@@ -75,3 +75,21 @@ def test_score_case_all_metrics_without_judge_never_scores_judge_metrics() -> No
         if result.status == "skipped":
             assert result.reason, name
     assert results["diagnostics.failure_category"].label == "correct"
+
+
+def test_registry_order_does_not_depend_on_import_order() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import gate.metrics.diagnostics, gate.metrics.answer\n"
+        "from gate.metrics import registry\n"
+        "print(','.join(registry()))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    order = proc.stdout.strip().split(",")
+    assert order == list(registry())
+    assert order[:5] == CORE[:5]
+    assert [n for n in order if n in CORE] == CORE

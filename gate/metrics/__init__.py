@@ -22,14 +22,24 @@ METRIC_MODULES: tuple[str, ...] = (
 
 
 def registry() -> dict[str, MetricSpec]:
-    """All registered metrics by name, in registration order."""
+    """All registered metrics by name: in METRIC_MODULES order, then registration order.
+
+    The order does not depend on which metric module happened to be imported first, so
+    reports and artifacts list metrics the same way in every process.
+    """
     for module in METRIC_MODULES:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
-    return REGISTRY
+    module_rank = {m: i for i, m in enumerate(METRIC_MODULES)}
+    position = {name: i for i, name in enumerate(REGISTRY)}
+    ordered = sorted(
+        REGISTRY.values(),
+        key=lambda spec: (module_rank.get(spec.compute.__module__, len(module_rank)), position[spec.name]),
+    )
+    return {spec.name: spec for spec in ordered}
 
 
 __all__ = ["REGISTRY", "MetricResult", "MetricSpec", "ScoringContext", "registry"]
