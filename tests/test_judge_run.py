@@ -257,3 +257,24 @@ def test_estimate_calls_nothing_and_counts_tasks(server: JudgeServer, tmp_path: 
         f"judge judge-a: 20 calls for 3 cases, {estimate.input_tokens} input tokens, "
         f"{estimate.output_tokens} output tokens, ${estimate.usd:.4f}"
     )
+
+
+def test_rescored_baseline_becomes_comparable(server: JudgeServer, tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", CASES, REPLAY)
+    assert _ragproof(root, server, "run", "--out", "base", "--no-progress").returncode == 0
+    assert (
+        _ragproof(
+            root, server, "run", "--out", "cand", "--no-progress", RAGPROOF_JUDGE_MODEL="judge-b"
+        ).returncode
+        == 0
+    )
+    mixed = _ragproof(root, server, "compare", "base", "cand")
+    assert mixed.returncode == 3 and "judge model" in mixed.stderr
+    assert (
+        _ragproof(
+            root, server, "rescore", "base", "--out", "base-b", RAGPROOF_JUDGE_MODEL="judge-b"
+        ).returncode
+        == 0
+    )
+    fixed = _ragproof(root, server, "compare", "base-b", "cand")
+    assert fixed.returncode == 0, fixed.stderr
