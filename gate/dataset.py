@@ -120,7 +120,9 @@ def _validate_case(raw: Any, where: str) -> Case:
 
 def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:
     records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() would also split inside a JSON string holding a raw
+    # U+0085 or U+2028, which json.dumps(ensure_ascii=False) writes unescaped.
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

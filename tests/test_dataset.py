@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gate.dataset import Case, dataset_sha256, load_dataset, write_cases
 from gate.errors import DataError
@@ -205,3 +207,29 @@ def test_write_cases_round_trips_with_same_sha(tmp_path: Path, name: str) -> Non
     assert again.cases == ds.cases
     assert again.sha256 == ds.sha256
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_line_separator_characters_inside_strings_do_not_split_lines(tmp_path: Path) -> None:
+    cases = [Case(id="a", question="line\x85next\u2028para\u2029end"), Case(id="b", question="crlf")]
+    out = tmp_path / "c.jsonl"
+    write_cases(out, cases)
+    assert "\u2028" in out.read_text(encoding="utf-8")
+    assert load_dataset(out).cases == tuple(cases)
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(b'{"id": "a", "question": "q"}\r\n{"id": "b", "question": "r"}\r\n')
+    assert [c.question for c in load_dataset(crlf).cases] == ["q", "r"]
+
+
+@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.text(min_size=1).filter(lambda t: t.strip()),
+    st.lists(st.text(min_size=1), max_size=3),
+    st.sampled_from(["c.jsonl", "c.yaml"]),
+)
+def test_property_any_text_round_trips_through_write_and_load(tmp_path: Path, question, tags, name) -> None:
+    cases = [Case(id="a", question=question, tags=tags, metadata={"note": question})]
+    out = tmp_path / name
+    write_cases(out, cases)
+    loaded = load_dataset(out)
+    assert loaded.cases == tuple(cases)
+    assert loaded.sha256 == dataset_sha256(cases)
