@@ -80,10 +80,15 @@ def _rng(seed: int, block: int) -> np.random.Generator:
 
 def _block_counts(seed: int, block: int, rows: int, units: int) -> np.ndarray:
     """Resample counts (rows x units) of one block: how often each unit was drawn."""
-    draws = _rng(seed, block).integers(0, units, size=(rows, units))
-    draws += (np.arange(rows, dtype=np.int64) * units)[:, None]
-    counts = np.bincount(draws.ravel(), minlength=rows * units)
+    # One generator per block and one call, so 32-bit draws (buffered in pairs) stay reproducible.
+    dtype = np.uint32 if units <= np.iinfo(np.uint32).max else np.int64
+    draws = _rng(seed, block).integers(0, units, size=(rows, units), dtype=dtype)
+    # Row-major offsets keep each resample's increments within one cache-friendly stretch.
+    flat = draws.astype(np.int64)
     del draws
+    flat += (np.arange(rows, dtype=np.int64) * units)[:, None]
+    counts = np.bincount(flat.ravel(), minlength=rows * units)
+    del flat
     return counts.reshape(rows, units).astype(np.float64)
 
 
@@ -95,7 +100,8 @@ def _exact_grid(values: np.ndarray, max_multiplier: float) -> np.ndarray:
         if top == 0 or not np.isfinite(top):
             continue
         exponent = math.ceil(math.log2(top)) + math.ceil(math.log2(max(max_multiplier, 1.0))) - 52
-        step = 2.0**exponent
+        # Below 2^-1074 there is no float64 grid: subnormal columns are already on the finest one.
+        step = 2.0 ** max(exponent, -1074)
         out[:, j] = np.round(values[:, j] / step) * step
     return out
 
@@ -147,8 +153,8 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
-    # Each running task holds about 16 bytes per count cell (integer counts and their float copy).
-    task_bytes = 16 * BLOCK * min(per_task, n_blocks) * n_units
+    # A running task holds about 20 bytes per count cell (draws, int64 counts, their float copy).
+    task_bytes = 20 * BLOCK * min(per_task, n_blocks) * n_units
     workers = min(MAX_WORKERS, len(tasks), max(1, MEMORY_BUDGET // task_bytes))
     if workers <= 1:
         results = [run(t) for t in tasks]
