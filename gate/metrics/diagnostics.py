@@ -64,10 +64,10 @@ def split_sentences(text: str) -> list[str]:
 def faithfulness_value(answer: str, chunks: Sequence[Chunk]) -> float | None:
     """Mean best-chunk token F1 of the answer's sentences of 4+ words; None when none qualifies."""
     chunk_tokens = [answer_tokens(c.text) for c in chunks]
+    sentences = [answer_tokens(s) for s in split_sentences(answer) if len(s.split()) >= MIN_SENTENCE_WORDS]
     best = [
-        max((token_f1_of_tokens(answer_tokens(sentence), tokens) for tokens in chunk_tokens), default=0.0)
-        for sentence in split_sentences(answer)
-        if len(sentence.split()) >= MIN_SENTENCE_WORDS
+        max((token_f1_of_tokens(tokens, chunk) for chunk in chunk_tokens), default=0.0)
+        for tokens in sentences
     ]
     return sum(best) / len(best) if best else None
 
