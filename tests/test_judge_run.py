@@ -14,6 +14,7 @@ from servers.judge_server import JudgeServer, reply, user_prompt
 from gate.config import load_config
 from gate.dataset import load_dataset
 from gate.judge.estimate import estimate_run
+from gate.judge.rescore import REASON_NOT_RESCORED
 
 CASES = [
     {
@@ -278,3 +279,23 @@ def test_rescored_baseline_becomes_comparable(server: JudgeServer, tmp_path: Pat
     )
     fixed = _ragproof(root, server, "compare", "base-b", "cand")
     assert fixed.returncode == 0, fixed.stderr
+
+
+def test_rescore_budget_breach_exits_2_without_stale_verdicts(server: JudgeServer, tmp_path: Path) -> None:
+    cases = [{"id": f"q{i}", "question": f"Question number {i}?"} for i in range(6)]
+    replay = [{"id": f"q{i}", "answer": {"text": f"Answer {i}."}} for i in range(6)]
+    root = _project(
+        tmp_path / "p",
+        cases,
+        replay,
+        "run: {store: s.sqlite, metrics: [generation.answer_relevance]}\njudge: {concurrency: 1}\n",
+    )
+    assert _ragproof(root, server, "run", "--out", "base", "--no-progress").returncode == 0
+    server.responder = lambda body: reply({"verdict": "partial"}, usage=(1_000_000, 0))
+    prices = {"RAGPROOF_JUDGE_INPUT_COST_PER_MTOK": "1", "RAGPROOF_MAX_COST_USD": "3"}
+    proc = _ragproof(root, server, "rescore", "base", "--out", "b", RAGPROOF_JUDGE_MODEL="judge-b", **prices)
+    assert proc.returncode == 2, proc.stderr
+    assert json.loads((root / "b" / "run.json").read_text())["status"] == "aborted:budget"
+    results = [r["metrics"]["generation.answer_relevance"] for r in _rows(root / "b").values()]
+    assert [r["value"] for r in results] == [0.5, 0.5, 0.5, None, None, None]
+    assert [r["reason"] for r in results[3:]] == [REASON_NOT_RESCORED] * 3
