@@ -8,12 +8,11 @@ distributions. Text is escaped by jinja2's HTML autoescaping.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 from gate.artifact import RunArtifact
 from gate.compare import Comparison, GateResult
-from gate.report.templating import environment, fmt_interval, fmt_num, fmt_signed
+from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 PLOT_WIDTH = 420  # px of the Δ axis
 ROW_HEIGHT = 18
@@ -24,19 +23,10 @@ HIST_HEIGHT = 60
 COLOURS = {"pass": "#2e7d32", "review": "#b26a00", "block": "#c62828", "skipped": "#777777"}
 
 
-def _axis(gates: list[GateResult]) -> float:
-    top = 0.0
-    for g in gates:
-        for x in (g.lo, g.hi, g.margin):
-            if x is not None and math.isfinite(x):
-                top = max(top, abs(x))
-    return top * 1.15 if top > 0 else 1.0
-
-
 def forest_plot(gates: list[GateResult]) -> dict[str, object]:
     """Geometry of the forest plot: one row per gate with an interval."""
     shown = [g for g in gates if g.lo is not None and g.hi is not None and g.delta is not None]
-    scale = _axis(shown)
+    scale = axis_extent(shown, 1.15)
 
     def x(value: float) -> float:
         return round((value + scale) / (2 * scale) * PLOT_WIDTH, 2)

@@ -14,9 +14,7 @@ line that says how many rows are left out and where the full results are.
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from gate.artifact import RunArtifact
 from gate.compare import Comparison, GateResult
-from gate.report.templating import environment, fmt_interval, fmt_num, fmt_signed
+from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 MAX_CHARS = 60_000
 BAR_WIDTH = 21
@@ -111,15 +109,6 @@ def interval_bar(lo: float | None, hi: float | None, delta: float | None, margin
     return "`" + "".join(cells) + "`"
 
 
-def _scale(gates: Iterable[GateResult]) -> float:
-    top = 0.0
-    for g in gates:
-        for x in (g.lo, g.hi, g.margin):
-            if x is not None and math.isfinite(x):
-                top = max(top, abs(x))
-    return top * 1.1 if top > 0 else 1.0
-
-
 def _gate_row(g: GateResult, scale: float) -> dict[str, object]:
     reason = g.reason if g.gating or not g.note else f"{g.reason} (not gating: {g.note})"
     if not g.gating and not g.note:
@@ -154,7 +143,7 @@ def _take(items: list, limit: int | None) -> tuple[list, int]:
 
 def _render_comparison(comparison: Comparison, context: ReportContext, limits: _Limits) -> str:
     gates = comparison.gates
-    scale = _scale(g for g in gates if g.decision != "skipped")
+    scale = axis_extent((g for g in gates if g.decision != "skipped"), 1.1)
     attention = [g for g in gates if g.gating and g.decision == "block"]
     attention += [g for g in gates if g.gating and g.decision == "review"]
     rest = [g for g in gates if g.gating and g.decision == "pass"]

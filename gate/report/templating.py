@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
 import jinja2
 
@@ -31,6 +33,16 @@ def fmt_interval(lo: float | None, hi: float | None, digits: int = 3) -> str:
     if lo is None or hi is None:
         return "–"
     return f"[{fmt_signed(lo, digits)}, {fmt_signed(hi, digits)}]"
+
+
+def axis_extent(gates: Iterable[Any], pad: float) -> float:
+    """Half-width of a symmetric axis holding every gate's interval and -margin, padded by ``pad``."""
+    top = 0.0
+    for g in gates:
+        for x in (g.lo, g.hi, g.margin):
+            if x is not None and math.isfinite(x):
+                top = max(top, abs(x))
+    return top * pad if top > 0 else 1.0
 
 
 @cache
