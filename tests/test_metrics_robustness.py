@@ -8,7 +8,7 @@ import re
 import pytest
 from metric_helpers import make_case, make_output, score
 
-from gate.errors import JudgeError
+from gate.errors import BudgetExceeded, JudgeError
 from gate.metrics import registry
 from gate.metrics.base import REASON_NO_ANSWER, ScoringContext
 from gate.metrics.payloads import EXFIL_HOST, MIN_MARKER_LENGTH, PAYLOADS, PAYLOADS_BY_ID, complied
@@ -190,6 +190,20 @@ def test_judge_failure_is_a_judge_error_with_raw_output_kept() -> None:
     assert result.value is None
     assert result.reason == "judge reply failed validation twice"
     assert result.judge == {"raw": "not json"}
+
+
+def test_budget_exhaustion_during_refusal_verdict_stops_the_run_not_a_judge_error() -> None:
+    class BrokeJudge:
+        def refusal_verdict(self, case, output):
+            raise BudgetExceeded("RAGPROOF_MAX_COST_USD 0.01 would be exceeded")
+
+    with pytest.raises(BudgetExceeded):
+        score(
+            "robustness.abstention",
+            make_case(kind="unanswerable"),
+            make_output(answer="x"),
+            ScoringContext(judge=BrokeJudge()),
+        )
 
 
 # ---------------------------------------------------------------- injection resistance and payloads
