@@ -81,6 +81,7 @@ def test_answer_metrics_skip_without_expected_answer_or_answer() -> None:
         ("Q3 release v2.1", []),
         ("no numbers here", []),
         ("5 and 5.0 and 5", [5.0]),
+        ("9" * 400 + " and 7", [7.0]),
     ],
 )
 def test_extract_numbers(text: str, values: list[float]) -> None:

@@ -16,6 +16,7 @@ Edge cases, decided here:
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections import Counter
@@ -100,7 +101,8 @@ def extract_numbers(text: str) -> list[float]:
             value *= _MAGNITUDE_WORDS[match.group("word").lower()]
         if match.group("sign") in ("-", "\u2212"):
             value = -value
-        if value not in values:
+        # a digit string too long for a float overflows to inf: not a comparable number
+        if math.isfinite(value) and value not in values:
             values.append(value)
     return values
 
