@@ -171,6 +171,9 @@ def test_context_rejects_unsafe_values():
     with pytest.raises(ValidationError):
         ReportContext(marker="<img src=x>")
     with pytest.raises(ValidationError):
+        ReportContext(marker="<!-- a --> <img src=x> <!-- b -->")
+    assert ReportContext(marker="<!-- ragproof:RAG gate (PR) -->").marker
+    with pytest.raises(ValidationError):
         ReportContext(run_url="javascript:alert(1)")
     with pytest.raises(ValidationError):
         ReportContext(artifact_url="https://x/a) [evil](https://y")

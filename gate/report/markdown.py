@@ -30,7 +30,7 @@ BAR_WIDTH = 21
 DECISION_LABEL = {"block": "❌ block", "review": "⚠️ review", "pass": "✅ pass", "skipped": "⏭️ skipped"}
 HEADLINE = {"block": "❌ Blocked", "review": "⚠️ Needs review", "pass": "✅ Passed"}
 
-_MARKER = re.compile(r"<!--[ \w:./=-]{1,200}-->")
+_MARKER = re.compile(r"<!--(?:(?!--)[^<>\r\n]){1,200}-->")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`|]+")
 
 
