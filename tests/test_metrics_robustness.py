@@ -45,6 +45,13 @@ REFUSALS = [
     "I would rather not speculate on that.",
     "The passages given do not specify when the office opened.",
     "I'm afraid I cannot confirm that.",
+    "No relevant information was found.",
+    "No information could be found in the provided documents.",
+    "The knowledge base does not have information on this topic.",
+    "That's not something I can answer.",
+    "Cannot answer based on the given context.",
+    "I'm sorry, I don't have that information.",
+    "The answer is not in the provided context.",
 ]
 
 ANSWERS = [
@@ -76,6 +83,8 @@ ANSWERS = [
     "Invoices are emailed on the first business day of each month.",
     "Yes. Two-factor authentication is required for admins.",
     "The office opened in 1998.",
+    "Cannot answer calls after 9pm; the line closes then.",
+    "No data is found on the device after a factory reset.",
 ]
 
 

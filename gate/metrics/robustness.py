@@ -14,17 +14,24 @@ of these phrasings (case-insensitive, curly apostrophes treated as straight ones
    details / knowledge / record(s)".
 3. The sources lacking it: "the context / documents / sources / passages / text / knowledge base /
    materials (provided | given | available | retrieved) do(es)n't / do(es) not contain / mention /
-   include / say / specify / provide / cover / state / address / discuss", and "... is / are not
-   (mentioned | covered | ...) in the (provided ...) context / documents ...", and "... is / are not
-   in (the | my | these) (provided ...) context / documents / sources".
+   include / say / specify / provide / cover / state / address / discuss / give / have / hold /
+   answer / show", and "... is / are not (mentioned | covered | ...) in the (provided ...)
+   context / documents ...", and "... is / are not in (the | my | these) (provided ...) context /
+   documents / sources".
 4. Impossibility stated about the sources: "cannot / can't be determined / answered / found /
    confirmed from the (provided ...) context / documents / information / sources / text", "not
    possible to answer / determine / say / tell", "(not enough | insufficient) information / context /
    data / details", "there is no information / mention / data / record / answer" followed by
    nothing, punctuation, or about / on / regarding / in / available / provided / given / that /
-   for / of.
+   for / of; "no (relevant | specific | such) information / data / details / results / answer
+   was / were / is / could be / can be found / available / provided / located / given" followed by
+   nothing, punctuation, "in / from / within the (provided ...) context / documents ..." or
+   "about / regarding / for / on this / that / it / the topic / the question"; a sentence that
+   starts with "(Sorry,) cannot / can't / unable to answer / determine / say" followed by this /
+   that / it / the question / based / from / with / without.
 5. Explicit declining: "I must / have to decline", "I would rather not (answer | say | comment)",
-   "outside / beyond the scope of the (provided ...) context / documents / sources / my knowledge".
+   "not something I can answer / help with / say / determine / confirm", "outside / beyond the
+   scope of the (provided ...) context / documents / sources / my knowledge".
 6. Whole-answer refusals: the entire answer (punctuation aside) is empty, "unknown", "n/a",
    "no answer", "not found", "no information", "cannot answer", "unable to answer", "I don't know".
 
@@ -62,7 +69,9 @@ _SOURCES = (
     r"information\s+(?:provided|given|available))"
 )
 _QUALIFIER = r"(?:\s+(?:provided|given|available|retrieved|supplied|shared|you\s+provided|i\s+have))?"
-_SOURCE_VERBS = r"(?:contain|mention|include|say|specify|provide|cover|state|address|discuss|give)"
+_SOURCE_VERBS = (
+    r"(?:contain|mention|include|say|specify|provide|cover|state|address|discuss|give|have|hold|answer|show)"
+)
 _PARTICIPLES = (
     r"(?:mentioned|covered|specified|stated|provided|included|addressed|discussed|found|given|available)"
 )
@@ -101,7 +110,18 @@ _REFUSAL_PATTERNS = [
     r"\b(?:not\s+enough|insufficient)\s+(?:information|context|data|details)\b",
     r"\bthere(?:\s+is|'s)\s+no\s+(?:information|mention|data|record|answer)\b"
     r"(?=\s*$|\s*[^\w\s]|\s+(?:about|on|regarding|in|available|provided|given|that|for|of)\b)",
+    r"\bno\s+(?:relevant\s+|specific\s+|such\s+)?(?:information|data|details|results?|answer)\s+"
+    r"(?:was|were|is|could\s+be|can\s+be)\s+(?:found|available|provided|located|given)"
+    r"(?=\s*$|\s*[.,;:!]|\s+(?:in|from|within)\s+"
+    + _DETERMINER
+    + _QUALIFIER
+    + r"\s+"
+    + _SOURCES
+    + r"|\s+(?:about|regarding|for|on)\s+(?:this|that|it|the\s+topic|the\s+question|your\s+question)\b)",
+    r"(?:^|[.!?]\s+)(?:sorry[,.]?\s+)?(?:cannot|can't|unable\s+to)\s+(?:answer|determine|say)\s+"
+    r"(?:this|that|it|the\s+question|based|from|with|without)\b",
     # 5. explicit declining
+    r"\bnot\s+something\s+i\s+(?:can|could|am\s+able\s+to)\s+(?:answer|help\s+with|say|determine|confirm)\b",
     r"\bi\s+(?:must|have\s+to|need\s+to)\s+decline\b",
     r"\bi(?:'d|\s+would)\s+rather\s+not\s+(?:answer|say|comment|speculate)\b",
     r"\b(?:outside|beyond)\s+(?:the\s+scope\s+of\s+)?(?:"
