@@ -244,3 +244,22 @@ def test_all_judge_metrics_on_one_case_make_seven_calls(server: JudgeServer, ctx
     assert {name: r.value for name, r in results.items()} == dict.fromkeys(JUDGE_METRICS, 1.0)
     assert server.count == 7  # groundedness and context precision share one call
     assert all(body["temperature"] == 0 for body in server.requests)
+
+
+def test_composite_reuses_judge_verdicts_and_failures(server: JudgeServer, ctx: ScoringContext) -> None:
+    ctx.extras["composite_weights"] = {"generation.groundedness": 1.0, "generation.answer_relevance": 1.0}
+    server.script(reply(claims(True, False)), reply({"verdict": "partial"}))
+    case, output = make_case(), answered()
+    grounded = score("generation.groundedness", case, output, ctx)
+    relevance = score("generation.answer_relevance", case, output, ctx)
+    assert (grounded.value, relevance.value) == (0.5, 0.5)
+    assert score("composite.trust", case, output, ctx).value == pytest.approx(0.5, abs=1e-12)
+    assert server.count == 2  # the composite's components came from the session, not new calls
+    server.script(reply("no"), reply("still no"))
+    other = make_case(id="c2", question="Another question?")
+    assert score("generation.groundedness", other, output, ctx).status == "judge_error"
+    assert server.count == 4
+    ctx.extras["composite_weights"] = {"generation.groundedness": 1.0}
+    result = score("composite.trust", other, output, ctx)
+    assert (result.status, result.reason) == ("skipped", "no component metric is defined for this case")
+    assert server.count == 4  # a failed verdict is not asked again in the same session

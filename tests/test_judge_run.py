@@ -299,3 +299,17 @@ def test_rescore_budget_breach_exits_2_without_stale_verdicts(server: JudgeServe
     results = [r["metrics"]["generation.answer_relevance"] for r in _rows(root / "b").values()]
     assert [r["value"] for r in results] == [0.5, 0.5, 0.5, None, None, None]
     assert [r["reason"] for r in results[3:]] == [REASON_NOT_RESCORED] * 3
+
+
+def test_composite_trust_in_a_run_costs_no_extra_calls(server: JudgeServer, tmp_path: Path) -> None:
+    weights = "composite: {weights: {generation.groundedness: 0.5, generation.answer_relevance: 0.5}}\n"
+    root = _project(tmp_path / "p", CASES, REPLAY, weights)
+    proc = _ragproof(root, server, "run", "--out", "run1", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert server.count == 18  # as without the composite
+    rows = _rows(root / "run1")
+    q1, q2 = rows["q1"]["metrics"], rows["q2"]["metrics"]
+    # q1: groundedness 0.5, relevance 1.0; q2: groundedness not_applicable, dropped
+    assert q1["composite.trust"]["value"] == pytest.approx(0.5**0.5, abs=1e-12)
+    assert q1["composite.trust_arithmetic"]["value"] == pytest.approx(0.75, abs=1e-12)
+    assert (q2["composite.trust"]["value"], q2["composite.trust_arithmetic"]["value"]) == (1.0, 1.0)

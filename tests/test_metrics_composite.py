@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from metric_helpers import make_case, make_output, score
 
 from gate.metrics.base import MetricResult, ScoringContext
-from gate.metrics.composite import REASON_NO_COMPONENT, REASON_NO_RESULTS, REASON_NO_WEIGHTS, aggregate
+from gate.metrics.composite import REASON_NO_COMPONENT, REASON_NO_WEIGHTS, aggregate
 
 GOLDEN_VALUES = {"faithfulness": 0.05, "attribution": 0.9, "relevance": 0.9, "conciseness": 0.95}
 GOLDEN_WEIGHTS = {"faithfulness": 0.4, "attribution": 0.2, "relevance": 0.2, "conciseness": 0.2}
@@ -83,7 +83,6 @@ def test_metric_skips_with_reasons_never_zero() -> None:
     case, output = make_case(), make_output(None, "x")
     for ctx, reason in [
         (_ctx({}, None), REASON_NO_WEIGHTS),
-        (_ctx(None, {"answer.token_f1": 1.0}), REASON_NO_RESULTS),
         (
             _ctx({"answer.token_f1": MetricResult.skipped("no expected answer")}, {"answer.token_f1": 1.0}),
             REASON_NO_COMPONENT,
@@ -91,6 +90,18 @@ def test_metric_skips_with_reasons_never_zero() -> None:
     ]:
         result = score("composite.trust", case, output, ctx)
         assert (result.status, result.value, result.reason) == ("skipped", None, reason)
+
+
+def test_components_not_provided_are_computed_through_the_registry() -> None:
+    case = make_case(expected_answer="thirty days")
+    output = make_output(None, "within thirty days")
+    weights = {"answer.token_f1": 1.0, "answer.exact_match": 1.0}
+    f1 = score("answer.token_f1", case, output).value  # precision 2/3, recall 1: F1 0.8
+    assert f1 == pytest.approx(0.8, abs=1e-12)
+    result = score("composite.trust_arithmetic", case, output, _ctx(None, weights))
+    assert result.value == pytest.approx((0.8 + 0.0) / 2, abs=1e-12)
+    provided = _ctx({"answer.token_f1": MetricResult.scored(0.2)}, weights)
+    assert score("composite.trust_arithmetic", case, output, provided).value == pytest.approx(0.1, abs=1e-12)
 
 
 def test_unknown_or_categorical_component_is_named() -> None:

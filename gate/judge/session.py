@@ -7,9 +7,10 @@ budget are guarded by a lock, and the cache opens one SQLite connection per thre
 
 One judge task (``ask``):
 1. render the task's template; the key is (model, prompt sha256, input sha256);
-2. a verdict already obtained in this session for the same key is reused (metrics that share
-   a prompt, e.g. groundedness and context precision, make one call), else the store cache is
-   consulted (unless ``--no-cache``);
+2. a verdict (or failure) already obtained in this session for the same key is reused
+   (metrics that share a prompt, e.g. groundedness and context precision, make one call; a
+   composite recomputing a component makes none), else the store cache is consulted (unless
+   ``--no-cache``);
 3. otherwise: budget check, call, validate; on an invalid reply exactly one repair call with
    the validation error appended; a second invalid reply raises JudgeError;
 4. a validated verdict is written to the cache (also under ``--no-cache``, refreshing it).
@@ -69,7 +70,8 @@ class JudgeSession:
         self.prompts = prompts or PromptSet()
         self.meter = CostMeter(config)
         self._slots = threading.BoundedSemaphore(config.concurrency)
-        self._memo: dict[tuple[str, str], Verdict] = {}
+        # (prompt sha256, input sha256) -> the verdict or failure already obtained in this session
+        self._memo: dict[tuple[str, str], Verdict | JudgeError] = {}
         self._memo_lock = threading.Lock()
 
     # --- run-level records -------------------------------------------------------------
@@ -102,11 +104,18 @@ class JudgeSession:
         key = (prompt_sha, input_sha)
         with self._memo_lock:
             shared = self._memo.get(key)
+        if isinstance(shared, JudgeError):
+            raise JudgeError(str(shared), {**shared.judge, "reused": True})
         if shared is not None:
             return Verdict(shared.reply, {**shared.record, "reused": True})
         verdict = self._cached(task, prompt_sha, input_sha) if self.use_cache else None
         if verdict is None:
-            verdict = self._judge(task, inputs, prompt_sha)
+            try:
+                verdict = self._judge(task, inputs, prompt_sha)
+            except JudgeError as exc:
+                with self._memo_lock:
+                    self._memo[key] = exc
+                raise
             if self.cache is not None:
                 self.cache.put(
                     self.model,

@@ -13,11 +13,13 @@ skipped, not_applicable or a judge_error for the case is dropped and the remaini
 renormalised, never scored as 0; with no defined component the case is skipped. A
 lower-is-better component (e.g. robustness.overrefusal) enters as 1 - v.
 
-Mechanism: metric functions see only (case, output, ctx). The results of the metrics already
-computed for this case are read from ``ctx.extras["results"]`` (``dict[str, MetricResult]``),
-which ``gate.scoring.score_case`` fills for the case being scored; the weights come from
+Mechanism: metric functions see only (case, output, ctx). A component already computed for
+this case is taken from ``ctx.extras["results"]`` (``dict[str, MetricResult]``) when the
+caller provides it (``gate.judge.rescore`` does); any other component is computed here through
+the registry. That costs no extra judge call: the judge session answers a repeated (prompt,
+input) from memory, failures included. The weights come from
 ``ctx.extras["composite_weights"]`` (``composite.weights`` of ragproof.yaml). This module is
-last in ``METRIC_MODULES`` so every component is computed first.
+last in ``METRIC_MODULES``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from gate.metrics.base import REGISTRY, MetricResult, ScoringContext, metric
 from gate.records import CaseOutput
 
 REASON_NO_WEIGHTS = "composite.weights not configured"
-REASON_NO_RESULTS = "component results are not available to the composite"
 REASON_NO_COMPONENT = "no component metric is defined for this case"
 
 
@@ -79,17 +80,24 @@ def weights_problem(weights: Mapping[str, float]) -> str | None:
     return None
 
 
-def _composite(ctx: ScoringContext, pick: int) -> MetricResult:
+def component_results(
+    case: Case, output: CaseOutput, ctx: ScoringContext, weights: Mapping[str, float]
+) -> dict[str, MetricResult]:
+    """Each component's result for the case: from ``ctx.extras["results"]``, else computed now."""
+    known = ctx.extras.get("results") or {}
+    return {
+        name: known[name] if name in known else REGISTRY[name].score(case, output, ctx) for name in weights
+    }
+
+
+def _composite(case: Case, output: CaseOutput, ctx: ScoringContext, pick: int) -> MetricResult:
     weights = ctx.extras.get("composite_weights") or {}
     if not weights:
         return MetricResult.skipped(REASON_NO_WEIGHTS)
     problem = weights_problem(weights)
     if problem is not None:
         return MetricResult.skipped(problem)
-    results = ctx.extras.get("results")
-    if results is None:
-        return MetricResult.skipped(REASON_NO_RESULTS)
-    values = component_values(results, weights)
+    values = component_values(component_results(case, output, ctx, weights), weights)
     both = aggregate(values, weights)
     if both is None:
         return MetricResult.skipped(REASON_NO_COMPONENT)
@@ -99,10 +107,10 @@ def _composite(ctx: ScoringContext, pick: int) -> MetricResult:
 @metric("composite.trust", kind="deterministic")
 def trust(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Weighted geometric mean of the configured components (undefined ones dropped, weights renormalised)."""
-    return _composite(ctx, 1)
+    return _composite(case, output, ctx, 1)
 
 
 @metric("composite.trust_arithmetic", kind="deterministic")
 def trust_arithmetic(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Weighted arithmetic mean of the configured components (undefined ones dropped, weights renormalised)."""
-    return _composite(ctx, 0)
+    return _composite(case, output, ctx, 0)
