@@ -153,13 +153,13 @@ def test_second_identical_session_makes_zero_requests(server: JudgeServer, store
     assert second.cost().cache_hits == 1 and second.cost().judge_calls == 0
 
 
-def test_no_cache_bypasses_and_refreshes(server: JudgeServer, store: Path) -> None:
+def test_no_cache_neither_reads_nor_writes(server: JudgeServer, store: Path) -> None:
     server.script(reply(REFUSAL_OK), reply({"declined": False}))
     make_session(server.openai_url, store).ask("refusal", QUESTION)
     fresh = make_session(server.openai_url, store, use_cache=False).ask("refusal", QUESTION)
     assert server.count == 2 and fresh.reply.declined is False
     again = make_session(server.openai_url, store).ask("refusal", QUESTION)
-    assert server.count == 2 and again.reply.declined is False  # the refreshed verdict
+    assert server.count == 2 and again.reply.declined is True  # the cached verdict was left alone
 
 
 def test_cache_key_changes_with_model_and_prompt(server: JudgeServer, store: Path, tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="fixtures directory (default: calibration.fixtures, else the bundled set)",
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not read cached judge verdicts")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
 
 
 def _resolve(env: Environment, path: str) -> Path:

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", metavar="DIR", help="output artifact directory (default: RUN-rescored beside RUN)"
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not read cached judge verdicts")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the judge cache")
 
 
 def default_out(run_path: Path) -> Path:

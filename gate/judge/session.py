@@ -13,7 +13,7 @@ One judge task (``ask``):
    ``--no-cache``);
 3. otherwise: budget check, call, validate; on an invalid reply exactly one repair call with
    the validation error appended; a second invalid reply raises JudgeError;
-4. a validated verdict is written to the cache (also under ``--no-cache``, refreshing it).
+4. a validated verdict is written to the cache (not under ``--no-cache``: the cache is not touched).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class JudgeSession:
                 with self._memo_lock:
                     self._memo[key] = exc
                 raise
-            if self.cache is not None:
+            if self.cache is not None and self.use_cache:
                 self.cache.put(
                     self.model,
                     prompt_sha,
