@@ -313,3 +313,19 @@ def test_composite_trust_in_a_run_costs_no_extra_calls(server: JudgeServer, tmp_
     assert q1["composite.trust"]["value"] == pytest.approx(0.5**0.5, abs=1e-12)
     assert q1["composite.trust_arithmetic"]["value"] == pytest.approx(0.75, abs=1e-12)
     assert (q2["composite.trust"]["value"], q2["composite.trust_arithmetic"]["value"]) == (1.0, 1.0)
+
+
+def test_estimate_counts_composite_components(tmp_path: Path) -> None:
+    root = _project(
+        tmp_path / "p",
+        CASES,
+        REPLAY,
+        "judge: {model: m}\ncomposite: {weights: {judge.faithfulness: 1}}\n",
+    )
+    config = load_config(root / "ragproof.yaml", {})
+    dataset = load_dataset(root / "cases.jsonl")
+    only_composite = estimate_run(config, dataset, ["composite.trust"])
+    assert (only_composite.calls, only_composite.calls_by_task) == (3, {"faithfulness": 3})
+    assert estimate_run(config, dataset, ["answer.token_f1"]).calls == 0
+    config.judge.model = None
+    assert estimate_run(config, dataset, ["judge.faithfulness"]).calls == 0

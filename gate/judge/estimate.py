@@ -5,7 +5,7 @@ costs most: an answer (the expected answer's length, else :data:`ASSUMED_ANSWER_
 context of ``run.k`` chunks of :data:`ASSUMED_CHUNK_CHARS` characters, and
 :data:`ASSUMED_CITATIONS` citations. A case's judge tasks are those of the selected judge
 metrics whose case-level preconditions hold (kind, expected_answer); metrics that share a
-prompt count once, as in a run. Input tokens are the real templates rendered with inputs of
+prompt count once, as in a run; the components of a selected composite count as selected. Input tokens are the real templates rendered with inputs of
 those sizes, at 4 characters per token; output tokens are the tasks' expected reply sizes.
 Cache hits and repair retries are not counted, so an unchanged re-run costs less (zero when
 every verdict is cached) and a judge that needs repairs costs more.
@@ -96,6 +96,9 @@ def estimate_run(
         from gate.scoring import select_metrics
 
         metric_names = select_metrics(config.run.metrics)
+    if config.composite is not None and any(n.startswith("composite.") for n in metric_names):
+        # a composite computes the components it was not handed, judge ones included
+        metric_names = [*metric_names, *config.composite.weights]
     cases = dataset.cases if isinstance(dataset, Dataset) else dataset
     prompts = PromptSet()
     calls: Counter[str] = Counter()
