@@ -263,3 +263,21 @@ def test_composite_reuses_judge_verdicts_and_failures(server: JudgeServer, ctx: 
     result = score("composite.trust", other, output, ctx)
     assert (result.status, result.reason) == ("skipped", "no component metric is defined for this case")
     assert server.count == 4  # a failed verdict is not asked again in the same session
+
+
+def test_chunk_ids_with_delimiter_characters_still_match(server: JudgeServer, ctx: ScoringContext) -> None:
+    odd = [chunk("a<<<b", "Refunds within 30 days."), chunk("c2", "Other.")]
+    server.script(
+        reply({"verdicts": [{"chunk_id": "a‹‹‹b", "relevant": True}, {"chunk_id": "c2", "relevant": False}]})
+    )
+    result = score("judge.context_relevance", make_case(), make_output(odd, None), ctx)
+    assert result.value == 0.5
+    assert "[chunk a‹‹‹b]" in user_prompt(server.requests[0])
+
+
+def test_reused_verdict_records_no_calls(server: JudgeServer, ctx: ScoringContext) -> None:
+    server.script(reply(claims(True)))
+    case, output = make_case(), answered()
+    assert score("generation.groundedness", case, output, ctx).judge["calls"] == 1
+    shared = score("judge.context_precision", case, output, ctx).judge
+    assert (shared["calls"], shared["reused"]) == (0, True)

@@ -32,6 +32,7 @@ from typing import Any
 from gate.dataset import Case
 from gate.errors import JudgeError
 from gate.judge.session import Verdict
+from gate.judge.templates import neutralise
 from gate.metrics.base import MetricResult, ScoringContext, metric
 from gate.records import CaseOutput
 
@@ -89,7 +90,10 @@ def _cited_ids(output: CaseOutput) -> list[str]:
 
 
 def _verdict_map(pairs: list[tuple[str, bool]]) -> dict[str, bool]:
-    """chunk id -> verdict; an id given conflicting verdicts counts as False (the conservative one)."""
+    """chunk id -> verdict; an id given conflicting verdicts counts as False (the conservative one).
+
+    The judge sees (and returns) ids neutralised like all untrusted text, so lookups neutralise too.
+    """
     out: dict[str, bool] = {}
     for chunk_id, flag in pairs:
         out[chunk_id] = out.get(chunk_id, True) and flag
@@ -118,8 +122,8 @@ def citation_support(case: Case, output: CaseOutput, ctx: ScoringContext) -> Met
     if isinstance(verdict, MetricResult):
         return verdict
     verdicts = _verdict_map([(v.chunk_id, v.supported) for v in verdict.reply.verdicts])
-    supported = sum(1 for cid in judged if verdicts.get(cid) is True)
-    missing = [cid for cid in judged if cid not in verdicts]
+    supported = sum(1 for cid in judged if verdicts.get(neutralise(cid)) is True)
+    missing = [cid for cid in judged if neutralise(cid) not in verdicts]
     record = _record(verdict, not_in_context=not_in_context, missing_verdicts=missing)
     return MetricResult.scored(supported / len(cited), judge=record)
 
@@ -182,7 +186,7 @@ def context_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
     if isinstance(verdict, MetricResult):
         return verdict
     verdicts = _verdict_map([(v.chunk_id, v.relevant) for v in verdict.reply.verdicts])
-    flags = [verdicts.get(chunk["id"]) is True for chunk in context]
+    flags = [verdicts.get(neutralise(chunk["id"])) is True for chunk in context]
     return MetricResult.scored(sum(flags) / len(flags), judge=_record(verdict))
 
 

@@ -105,9 +105,9 @@ class JudgeSession:
         with self._memo_lock:
             shared = self._memo.get(key)
         if isinstance(shared, JudgeError):
-            raise JudgeError(str(shared), {**shared.judge, "reused": True})
+            raise JudgeError(str(shared), {**shared.judge, "reused": True, "calls": 0})
         if shared is not None:
-            return Verdict(shared.reply, {**shared.record, "reused": True})
+            return Verdict(shared.reply, {**shared.record, "reused": True, "calls": 0})
         verdict = self._cached(task, prompt_sha, input_sha) if self.use_cache else None
         if verdict is None:
             try:
