@@ -25,7 +25,9 @@ import json
 import random
 from typing import Any
 
+from gate import __version__
 from gate.adapters.base import AdapterError, AdapterTimeout, CallAdapter, parse_answer, parse_chunks
+from gate.adapters.httpwire import BodyTooLarge, ConnectionPool, WireError
 from gate.config import AdapterConfig
 from gate.records import Answer, Chunk
 
@@ -59,36 +61,28 @@ class _Retryable(Exception):
 class HttpAdapter(CallAdapter):
     def __init__(self, config: AdapterConfig, headers: dict[str, str]) -> None:
         assert config.url is not None
-        self._base = config.url.rstrip("/")
+        self._url = config.url
         self._paths = {"retrieve": config.retrieve_path, "answer": config.answer_path}
         self.supports_retrieve = "retrieve" in config.methods and bool(config.retrieve_path)
         self.supports_answer = "answer" in config.methods and bool(config.answer_path)
-        self._headers = headers
+        self._headers = {"User-Agent": f"ragproof/{__version__}", **headers}
         self._timeout_s = config.timeout_s
-        self._concurrency = config.concurrency
+        # Retrieve and answer of one case run at the same time: two connections per case.
+        self._connections = config.concurrency * max(
+            1, int(self.supports_retrieve) + int(self.supports_answer)
+        )
         self._retries = config.retries
         self._backoff_s = config.backoff_s
         self._max_bytes = config.max_response_bytes
-        self._client: Any = None
+        self._pool: ConnectionPool | None = None
 
     async def start(self) -> None:
-        import httpx
-
-        limits = httpx.Limits(max_connections=self._concurrency, max_keepalive_connections=self._concurrency)
-        # trust_env=False: proxies and .netrc come from the process environment, which this
-        # layer does not read; the pipeline URL is used exactly as configured.
-        self._client = httpx.AsyncClient(
-            headers=self._headers,
-            timeout=httpx.Timeout(self._timeout_s),
-            limits=limits,
-            follow_redirects=False,
-            trust_env=False,
-        )
+        self._pool = ConnectionPool(self._url, self._connections, self._headers)
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
 
     async def retrieve(self, question: str, k: int) -> list[Chunk]:
         return parse_chunks(await self._post("retrieve", {"question": question, "k": k}))
@@ -101,9 +95,10 @@ class HttpAdapter(CallAdapter):
 
     async def _post(self, call: str, payload: dict[str, Any]) -> Any:
         path = self._paths[call] or ""
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         for attempt in range(self._retries + 1):
             try:
-                return await self._post_once(path, payload)
+                return await self._post_once(path, body)
             except _Retryable as failure:
                 if attempt == self._retries:
                     tries = f" (after {self._retries} retries)" if self._retries else ""
@@ -112,45 +107,27 @@ class HttpAdapter(CallAdapter):
                 await asyncio.sleep(min(delay, self._timeout_s))
         raise AssertionError("unreachable")
 
-    async def _post_once(self, path: str, payload: dict[str, Any]) -> Any:
-        import httpx
-
-        url = self._base + path
+    async def _post_once(self, path: str, body: bytes) -> Any:
+        assert self._pool is not None, "start() not called"
         try:
-            async with self._client.stream("POST", url, json=payload) as response:
-                status = response.status_code
-                if status in RETRYABLE_STATUS:
-                    delay = retry_after_seconds(response.headers.get("retry-after"))
-                    raise _Retryable(f"POST {path}: HTTP {status}", delay)
-                if not 200 <= status < 300:
-                    snippet = _printable(await self._read(response, 4096, path, truncate=True))
-                    raise AdapterError(f"POST {path}: HTTP {status}" + (f": {snippet}" if snippet else ""))
-                body = await self._read(response, self._max_bytes, path)
-        except httpx.TimeoutException:
+            async with asyncio.timeout(self._timeout_s):
+                response = await self._pool.post(path, body, self._max_bytes)
+        except TimeoutError:
             raise AdapterTimeout(f"POST {path}: no response within {self._timeout_s:g} s") from None
-        except httpx.TransportError as exc:
-            raise _Retryable(f"POST {path}: connection error ({type(exc).__name__})") from None
+        except WireError as exc:
+            raise _Retryable(f"POST {path}: {exc}") from None
+        except BodyTooLarge as exc:
+            size = f" of {exc.declared} bytes" if exc.declared is not None else ""
+            raise AdapterError(f"POST {path}: response{size} exceeds max_response_bytes={exc.cap}") from None
+        status = response.status
+        if status in RETRYABLE_STATUS:
+            raise _Retryable(
+                f"POST {path}: HTTP {status}", retry_after_seconds(response.headers.get("retry-after"))
+            )
+        if not 200 <= status < 300:
+            snippet = _printable(response.body)
+            raise AdapterError(f"POST {path}: HTTP {status}" + (f": {snippet}" if snippet else ""))
         try:
-            return json.loads(body)
+            return json.loads(response.body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise AdapterError(f"POST {path}: response is not valid JSON ({exc})") from None
-
-    @staticmethod
-    async def _read(response: Any, cap: int, path: str, *, truncate: bool = False) -> bytes:
-        """The body, at most ``cap`` bytes: longer is an error, or cut short with ``truncate``."""
-        declared = response.headers.get("content-length")
-        if not truncate and declared is not None and declared.isdigit() and int(declared) > cap:
-            raise AdapterError(
-                f"POST {path}: response of {int(declared)} bytes exceeds max_response_bytes={cap}"
-            )
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > cap:
-                if truncate:
-                    chunks.append(chunk[: cap - (size - len(chunk))])
-                    break
-                raise AdapterError(f"POST {path}: response exceeds max_response_bytes={cap}")
-            chunks.append(chunk)
-        return b"".join(chunks)
