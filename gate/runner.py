@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import hashlib
 import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +58,7 @@ from gate.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
 from gate.gitinfo import git_info
 from gate.metrics.base import MetricResult, ScoringContext
 from gate.progress import Progress
+from gate.scoring_workers import make_scorer
 from gate.store import Store, run_key
 
 MAX_ERROR_CHARS = 2000
@@ -73,6 +72,7 @@ class RunOutcome:
     meta: RunMeta
     cases: int = 0  # rows written
     failures: int = 0  # rows with status other than ok
+    loop_s: float = 0.0  # time spent running this invocation's cases (setup and writing excluded)
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -180,34 +180,18 @@ class _LoopResult:
 class _CaseRunner:
     """Runs one case through adapter and metrics; knows nothing of the store or progress."""
 
-    def __init__(
-        self,
-        adapter: Adapter,
-        ctx: ScoringContext,
-        metric_names: list[str],
-        timeout_s: float,
-        score_pool: ThreadPoolExecutor | None,
-    ) -> None:
-        from gate.scoring import score_case
-
-        self._score_case = score_case
+    def __init__(self, adapter: Adapter, k: int, timeout_s: float, scorer: Any) -> None:
         self._adapter = adapter
-        self._ctx = ctx
-        self._metric_names = metric_names
+        self._k = k
         self._timeout_s = timeout_s
-        self._score_pool = score_pool
-
-    def _score(self, case: Case, output: Any) -> dict[str, MetricResult]:
-        # A fresh context per case: metrics may keep per-case state in ctx.extras.
-        ctx = dataclasses.replace(self._ctx, extras=dict(self._ctx.extras))
-        return self._score_case(case, output, ctx, self._metric_names)
+        self._scorer = scorer
 
     async def run(self, position: int, case: Case) -> Row:
         started = time.perf_counter()
         output = None
         status, error = "ok", None
         try:
-            output = await asyncio.wait_for(self._adapter.run_case(case, self._ctx.k), self._timeout_s)
+            output = await asyncio.wait_for(self._adapter.run_case(case, self._k), self._timeout_s)
         except TimeoutError:
             status, error = "timeout", f"no result within {self._timeout_s:g} s"
         except AdapterTimeout as exc:
@@ -217,11 +201,7 @@ class _CaseRunner:
         latency_ms = round((time.perf_counter() - started) * 1000.0, 3)
         metrics: dict[str, MetricResult] = {}
         if output is not None:
-            if self._score_pool is not None:
-                loop = asyncio.get_running_loop()
-                metrics = await loop.run_in_executor(self._score_pool, self._score, case, output)
-            else:
-                metrics = self._score(case, output)
+            metrics = await self._scorer.score(case, output)
         return Row(
             case_id=case.id,
             position=position,
@@ -396,8 +376,9 @@ def execute_run(
             if bar is not None:
                 bar.advance(failed=row.status != "ok")
 
-        score_pool = ThreadPoolExecutor(config.judge.concurrency, "judge") if judge is not None else None
-        case_runner = _CaseRunner(adapter, ctx, metric_names, config.adapter.timeout_s, score_pool)
+        scorer = make_scorer(ctx, metric_names, cases=len(pending), judge_threads=config.judge.concurrency)
+        case_runner = _CaseRunner(adapter, config.run.k, config.adapter.timeout_s, scorer)
+        loop_started = time.monotonic()
         try:
             outcome = asyncio.run(
                 _run_loop(
@@ -411,11 +392,11 @@ def execute_run(
                 )
             )
         finally:
+            loop_s = time.monotonic() - loop_started
             store.flush()
             if bar is not None:
                 bar.finish()
-            if score_pool is not None:
-                score_pool.shutdown(wait=False, cancel_futures=True)
+            scorer.close()
         if outcome.failure is not None:
             raise outcome.failure
 
@@ -459,7 +440,9 @@ def execute_run(
         with contextlib.suppress(Exception):
             store.close()
     failures = sum(1 for row in rows if row.status != "ok")
-    return RunOutcome(artifact_dir, status, exit_code, meta, cases=len(rows), failures=failures)
+    return RunOutcome(
+        artifact_dir, status, exit_code, meta, cases=len(rows), failures=failures, loop_s=loop_s
+    )
 
 
 __all__ = ["RunOutcome", "execute_run", "parse_shard", "shard_of"]

@@ -1,0 +1,69 @@
+"""The three places scoring runs give the same results as scoring inline."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gate.dataset import Case
+from gate.metrics.base import MetricResult, ScoringContext
+from gate.records import Answer, CaseOutput, Chunk
+from gate.scoring import select_metrics
+from gate.scoring_workers import (
+    PROCESS_MIN_CASES,
+    InlineScorer,
+    ProcessScorer,
+    ThreadScorer,
+    make_scorer,
+)
+
+
+def _cases() -> list[tuple[Case, CaseOutput]]:
+    out = []
+    for i in range(6):
+        case = Case(
+            id=str(i),
+            question="How long is the warranty?",
+            expected_source_ids=["d1"],
+            expected_answer="12 months",
+            kind="qa" if i % 3 else "unanswerable",
+        )
+        output = CaseOutput(
+            retrieved=[Chunk(id="d1" if i % 2 else "d2", text="The warranty lasts 12 months.")],
+            answer=Answer(text="12 months" if i % 2 else "I cannot answer that.", citations=["d1"]),
+            supports_retrieve=True,
+            supports_answer=True,
+        )
+        out.append((case, output))
+    return out
+
+
+def _score_all(scorer: object) -> list[dict[str, MetricResult]]:
+    async def go() -> list[dict[str, MetricResult]]:
+        return [await scorer.score(case, output) for case, output in _cases()]  # type: ignore[attr-defined]
+
+    try:
+        return asyncio.run(go())
+    finally:
+        scorer.close()  # type: ignore[attr-defined]
+
+
+def test_thread_and_process_scoring_equal_inline_scoring() -> None:
+    ctx = ScoringContext(k=3)
+    names = select_metrics("all")
+    inline = _score_all(InlineScorer(ctx, names))
+    assert any(r.status == "scored" for results in inline for r in results.values())
+    dumped = [{n: r.model_dump() for n, r in results.items()} for results in inline]
+    for scorer in (ThreadScorer(ctx, names, 2), ProcessScorer(ctx, names)):
+        assert [{n: r.model_dump() for n, r in results.items()} for results in _score_all(scorer)] == dumped
+
+
+def test_choice_of_scorer() -> None:
+    ctx = ScoringContext()
+    small = make_scorer(ctx, [], cases=PROCESS_MIN_CASES - 1, judge_threads=2)
+    large = make_scorer(ctx, [], cases=PROCESS_MIN_CASES, judge_threads=2)
+    judged = make_scorer(ScoringContext(judge=object()), [], cases=10_000, judge_threads=2)
+    try:
+        assert type(small) is InlineScorer and type(large) is ProcessScorer and type(judged) is ThreadScorer
+    finally:
+        for scorer in (small, large, judged):
+            scorer.close()
