@@ -291,7 +291,8 @@ def parse_artifact(read: Callable[[str], bytes], source: str) -> RunArtifact:
     rows: list[Row] = []
     first_line: dict[str, int] = {}
     rows_text = _decode(read(ROWS_FILE), f"{source}/{ROWS_FILE}")
-    for lineno, line in enumerate(rows_text.splitlines(), start=1):
+    # split("\n"), not splitlines(): JSON strings may hold U+0085 or U+2028 unescaped.
+    for lineno, line in enumerate(rows_text.split("\n"), start=1):
         if not line.strip():
             continue
         row = _validated(Row, line, f"{source}/{ROWS_FILE}:{lineno}")
