@@ -299,7 +299,7 @@ def test_no_baseline_at_all(tmp_path: Path, state: GitHubState) -> None:
     (comment,) = _ours(state)
     body = comment["body"]
     assert "No baseline" in body and "No baseline yet" in body
-    assert "upload" in body and "`ragproof-run` artifact" in body
+    assert "uploads the run directory as the ragproof-run artifact" in body
     assert "retrieval.recall\\_at\\_k" in body  # the absolute scores
     assert state.check_runs[0]["conclusion"] == "neutral"
     assert result.outputs["decision"] == "none"
@@ -362,3 +362,45 @@ def test_bad_input_is_one_line_usage_error(tmp_path: Path, server: GitHubServer)
     (line,) = [x for x in result.stderr.splitlines() if x.strip()]
     assert line.startswith("ragproof: error: input fail-on (INPUT_FAIL-ON):")
     assert server.state.requests == []
+
+
+def test_install_runs_first_without_any_credential(tmp_path: Path, server: GitHubServer) -> None:
+    probe = (
+        "python -c \"import os, pathlib; pathlib.Path('installed.txt').write_text(','.join(sorted("
+        "k for k in os.environ if 'TOKEN' in k or 'KEY' in k or k.startswith('INPUT_'))))\""
+    )
+    result = _pr(tmp_path, server, inputs={"install": probe, "comment": "false"})
+    assert result.returncode == 0, result.stderr
+    assert (result.workspace / "installed.txt").read_text() == ""
+    assert "::group::install: python -c" in result.stdout
+    assert server.state.comments.get(7, []) == []  # comment: false
+    assert len(server.state.check_runs) == 1
+    failing = _pr(tmp_path, server, inputs={"install": "exit 3"})
+    assert failing.returncode == 1
+    assert "input install: command 'exit 3' failed with exit code 3" in failing.stderr
+
+
+def test_compare_mode_gates_the_run_an_earlier_step_wrote(tmp_path: Path, server: GitHubServer, runs) -> None:
+    workspace = _project(tmp_path)
+    with zipfile.ZipFile(io.BytesIO(runs["worse"])) as archive:
+        archive.extractall(workspace / ".ragproof" / "run")
+    result = _pr(tmp_path, server, inputs={"mode": "compare"})
+    assert result.returncode == 1, result.stderr
+    assert result.outputs["decision"] == "block"
+    assert not (workspace / "seen-env.json").exists()  # nothing was run
+
+
+def test_runs_that_cannot_be_compared_exit_3(tmp_path: Path, server: GitHubServer, runs) -> None:
+    workspace = _project(tmp_path)
+    with zipfile.ZipFile(io.BytesIO(runs["baseline"])) as archive:
+        archive.extractall(workspace / "cand")
+    meta = json.loads((workspace / "cand" / "run.json").read_text())
+    meta["k"] = 5
+    (workspace / "cand" / "run.json").write_text(json.dumps(meta))
+    result = _pr(tmp_path, server, inputs={"candidate": "cand"})
+    assert result.returncode == 3, result.stderr
+    assert "::error title=ragproof::runs not comparable: k differs" in result.stdout
+    (comment,) = _ours(server.state)
+    assert "runs not comparable" in comment["body"]
+    assert server.state.check_runs[0]["conclusion"] == "failure"
+    assert result.outputs["decision"] == "none"

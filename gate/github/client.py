@@ -2,8 +2,8 @@
 
 ghapi builds every call from GitHub's OpenAPI description (path templates, parameter names),
 so a misspelt endpoint or parameter fails loudly. Its own transport does not retry on
-server errors or rate limits, so each ghapi operation is rebound to a transport over a
-``requests.Session`` whose adapters carry :class:`GitHubRetry`.
+server errors or rate limits, so the ghapi operations used here are bound to a transport
+over a ``requests.Session`` whose adapters carry :class:`GitHubRetry`.
 
 Retry policy (per request):
 - connection failures: up to 3 retries; read timeouts: up to 2;
@@ -203,6 +203,10 @@ class _RequestsTransport:
         return response.json() if response.content else None
 
 
+def listify(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
 def _message_of(response: requests.Response) -> str:
     try:
         body = response.json()
@@ -227,8 +231,6 @@ class GitHubClient:
         status_retries: int = 4,
         backoff_factor: float = 1.0,
     ) -> None:
-        from ghapi.core import GhApi  # ~0.8 s to build the operation table: only when needed
-
         self.api_url = api_url.rstrip("/")
         self.repository = repository
         self.timeout = timeout
@@ -249,19 +251,26 @@ class GitHubClient:
         self._blob_session = _session(token=None, retry=retry)
         owner, repo = repository.split("/", 1)
         self._transport = _RequestsTransport(self._session, timeout)
-        self._api = GhApi(
-            owner=owner, repo=repo, token=token, gh_host=self.api_url, sync=True, authenticate=False
-        )
-        # Rebind every generated operation to our transport (ghapi keeps it as ``client``).
-        for operation in self._api.ops:
-            operation.client = self._transport
-        self._api.transport = self._transport
+        self._defaults = {"owner": owner, "repo": repo}
+        self._operations: dict[str, Any] = {}
 
     def _operation(self, name: str) -> Any:
-        target: Any = self._api
-        for part in name.split("."):
-            target = getattr(target, part)
-        return target
+        """ghapi's operation ``group.name`` (from its OpenAPI table), bound to our transport.
+
+        Only the operations used are built: ``GhApi()`` builds all ~1,000 of them (~0.3 s).
+        """
+        operation = self._operations.get(name)
+        if operation is None:
+            from fastspec.oapi import SyncOpFunc
+            from ghapi.core import pspec
+
+            group, _, op_name = name.rpartition(".")
+            spec = next((o for o in pspec.ops if o.name == op_name and group in listify(o.group)), None)
+            if spec is None:
+                raise ValueError(f"ghapi has no operation {name!r}")
+            operation = SyncOpFunc(spec, self._transport, self.api_url, defaults=self._defaults)
+            self._operations[name] = operation
+        return operation
 
     def _fail(self, endpoint: str, permission: str | None, response: requests.Response) -> GitHubAPIError:
         status = response.status_code

@@ -103,9 +103,8 @@ def read_inputs(env: Environment) -> ActionInputs:
         first = exc.errors()[0]
         field_name = str(first["loc"][0]) if first.get("loc") else ""
         name = field_name.replace("_", "-")
-        raise UsageError(
-            f"input {name} ({input_variable(name)}): {pydantic_message(exc).split(': ', 1)[-1]}"
-        ) from None
+        detail = pydantic_message(exc).split(": ", 1)[-1].removeprefix("Value error, ")
+        raise UsageError(f"input {name} ({input_variable(name)}): {detail}") from None
 
 
 class GitHubContext(BaseModel):

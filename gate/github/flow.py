@@ -40,10 +40,11 @@ from gate.github.context import GitHubContext
 from gate.github.models import PullRequest, Repository
 from gate.github.pulls import get_pull, pull_for_run
 from gate.github.workflow import WorkflowCommands
+from gate.report.escape import md_escape
 
 HOW_TO_MAKE_A_BASELINE = (
     "To make one, run this workflow on a push to the default branch with a step that uploads "
-    "the run directory as the `{artifact}` artifact (see `examples/workflows/pr-gate.yml`); "
+    "the run directory as the {artifact} artifact (see `examples/workflows/pr-gate.yml`); "
     "pull requests opened after that run are compared with it."
 )
 
@@ -199,8 +200,15 @@ class ActionFlow:
         from gate.report.markdown import ReportContext, render_no_baseline
 
         candidate = self.local_candidate()
-        report = render_no_baseline(candidate, context=ReportContext(**self._links(None)))
-        return Result("none", EXIT_OK, report, "neutral", "ragproof: baseline run")
+        scores = render_no_baseline(candidate, context=ReportContext(**self._links(None)))
+        # The renderer's text is written for a pull request without a baseline; say first
+        # what this run is for.
+        lead = (
+            f"> Baseline run of {md_escape(self.ctx.ref or 'this commit')}: upload {md_escape(self.inputs.out)} "
+            f"as the {md_escape(self.inputs.baseline_artifact)} artifact and later pull requests are gated "
+            "against it.\n\n"
+        )
+        return Result("none", EXIT_OK, lead + scores, "neutral", "ragproof: baseline run")
 
     def workflow_run_mode(self) -> Result:
         run = self.ctx.event.workflow_run
@@ -255,8 +263,6 @@ class ActionFlow:
 
     @staticmethod
     def _notes(search: BaselineSearch) -> str:
-        from gate.report.escape import md_escape
-
         lines = []
         if search.baseline is not None and search.baseline.commits_behind:
             lines.append(
@@ -280,13 +286,15 @@ class ActionFlow:
             )
             for note in search.notes:
                 print(note, flush=True)
+            if search.baseline is not None:
+                print(search.baseline.staleness(), flush=True)
+            else:
+                print(f"no baseline: {search.reason}", flush=True)
         context = ReportContext(**self._links(search))
         fail_on = self.inputs.fail_on or self.config.gate.fail_on
         if search.baseline is None:
-            how = HOW_TO_MAKE_A_BASELINE.format(artifact=self.inputs.baseline_artifact)
+            how = HOW_TO_MAKE_A_BASELINE.format(artifact=md_escape(self.inputs.baseline_artifact))
             body = render_no_baseline(candidate, context=context)
-            from gate.report.escape import md_escape
-
             report = (
                 f"{body.rstrip()}\n\n> No baseline yet: {md_escape(search.reason)}. {how}\n"
                 + self._notes(search)
@@ -301,9 +309,8 @@ class ActionFlow:
                     allow_mixed_judges=self.inputs.allow_mixed_judges,
                 )
             except NotComparableError as exc:
-                from gate.report.escape import md_escape
-
-                report = f"{marker(self.inputs.check_name)}\n## {md_escape(self.inputs.check_name)}: runs not comparable\n\n{md_escape(str(exc))}\n"
+                name = md_escape(self.inputs.check_name)
+                report = f"{marker(self.inputs.check_name)}\n## {name}: runs not comparable\n\n{md_escape(str(exc))}\n"
                 self.commands.error(str(exc), title="ragproof")
                 result = Result(
                     "none", EXIT_NOT_COMPARABLE, report, "failure", "ragproof: not comparable", search
