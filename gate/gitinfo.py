@@ -19,6 +19,7 @@ def _git(env: Environment, *args: str) -> str | None:
         proc = subprocess.run(
             ["git", *args],
             cwd=env.cwd,
+            env=dict(env.variables),
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_S,

@@ -131,11 +131,39 @@ def test_configured_paths(server: PipelineServer) -> None:
     assert server.count("/v1/retrieve", q) == 1 and server.count("/v1/answer", q) == 1
 
 
+def test_chunked_reply(server: PipelineServer) -> None:
+    out = _run(_adapter(server.url, methods=["answer"]), "chunked: reply")
+    assert out.answer is not None and out.answer.text == "answer: chunked: reply"
+
+
+def test_connections_are_kept_alive_and_a_stale_one_is_replaced_without_a_retry() -> None:
+    with PipelineServer() as srv:
+        adapter = _adapter(srv.url, methods=["answer"], retries=0, concurrency=1)
+
+        async def go() -> list[str]:
+            await adapter.start()
+            texts = []
+            for q in ["ok: one", "ok: two", "stale: three", "ok: four", "ok: five"]:
+                out = await adapter.run_case(Case(id="c", question=q), 1)
+                assert out.answer is not None
+                texts.append(out.answer.text)
+            await adapter.close()
+            return texts
+
+        assert asyncio.run(go()) == [
+            f"answer: {q}" for q in ["ok: one", "ok: two", "stale: three", "ok: four", "ok: five"]
+        ]
+        assert srv.connections() == 2  # one reused for three calls, one opened after the server dropped it
+        assert srv.count("/answer", "ok: four") == 1
+
+
 def test_refused_connection_is_retried_then_an_adapter_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with pytest.raises(AdapterError, match=r"POST /answer: cannot connect \(ConnectionRefusedError\) \(after 2 retries\)"):
+    with pytest.raises(
+        AdapterError, match=r"POST /answer: cannot connect \(ConnectionRefusedError\) \(after 2 retries\)"
+    ):
         _run(_adapter(f"http://127.0.0.1:{port}", retries=2, methods=["answer"]), "ok: nobody home")
 
 
@@ -144,6 +172,15 @@ def _config(tmp_path: Path, adapter: dict[str, Any], judge: dict[str, Any] | Non
     if judge:
         data["judge"] = judge
     return parse_config(data, tmp_path / "ragproof.yaml")
+
+
+def test_header_values_cannot_carry_line_breaks(tmp_path: Path) -> None:
+    config = _config(tmp_path, {"url": "http://127.0.0.1:1", "headers_from_env": {"X-Token": "TOKEN"}})
+    env = Environment(variables={"TOKEN": "abc\r\nX-Injected: 1"}, cwd=tmp_path)
+    with pytest.raises(
+        UsageError, match="adapter.headers_from_env.X-Token: header values cannot contain line breaks"
+    ):
+        http_headers(config, env)
 
 
 def test_headers_from_env_are_sent(server: PipelineServer, tmp_path: Path) -> None:

@@ -35,6 +35,10 @@ def http_headers(config: Config, env: Environment) -> dict[str, str]:
         if value is None:
             raise UsageError(f"adapter.headers_from_env.{header}: environment variable {variable} is not set")
         headers[header] = value
+    for name, value in headers.items():
+        if any(ch in name + value for ch in "\r\n\0") or not name.strip():
+            source = "headers_from_env" if name in adapter.headers_from_env else "headers"
+            raise UsageError(f"adapter.{source}.{name}: header values cannot contain line breaks")
     return headers
 
 
@@ -106,9 +110,13 @@ def check_adapter(config: Config, env: Environment, case_ids: list[str]) -> list
         missing = [cid for cid in case_ids if cid not in recorded]
         unknown = set(recorded) - set(case_ids)
         if missing:
-            warnings.append(f"{adapter.path}: no recorded output for {len(missing)} case(s), e.g. {missing[0]!r}")
+            warnings.append(
+                f"{adapter.path}: no recorded output for {len(missing)} case(s), e.g. {missing[0]!r}"
+            )
         if unknown:
-            warnings.append(f"{adapter.path}: {len(unknown)} recorded id(s) not in the dataset, e.g. {min(unknown)!r}")
+            warnings.append(
+                f"{adapter.path}: {len(unknown)} recorded id(s) not in the dataset, e.g. {min(unknown)!r}"
+            )
     return warnings
 
 

@@ -14,6 +14,9 @@ question's first word (``behaviour: rest of the question``):
 - ``huge``: HTTP 200 with a 50 MB JSON body (Content-Length declared)
 - ``hugestream``: the same 50 MB body without Content-Length (ends when the connection closes)
 - ``bad``: HTTP 422 (a client error: no retry)
+- ``chunked``: an ok reply sent with chunked transfer encoding
+- ``stale``: an ok reply, then the server closes the connection without saying so (as an
+  idle keep-alive timeout does), so the client's next request on it finds it dead
 
 Every request is recorded (path, question, monotonic time) for assertions on exact counts.
 Run as a script for the benchmark: ``python pipeline_server.py --latency-ms 50`` prints the
@@ -52,6 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.server.pipeline.accepted += 1
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -114,6 +118,14 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "bad":
             self._send(422, b'{"error": "question rejected"}')
             return
+        if behaviour == "chunked":
+            body = json.dumps({"text": f"answer: {question}"}).encode()
+            pieces = [body[:5], body[5:]]
+            encoded = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+            head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            self.wfile.write(head.encode() + encoded)
+            self.wfile.flush()
+            return
         if self.path.endswith("/retrieve"):
             k = int(payload.get("k", 3))
             result: Any = [
@@ -122,6 +134,9 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             result = {"text": f"answer: {question}", "citations": ["doc-1"]}
         self._send(200, json.dumps(result).encode())
+        if behaviour == "stale":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
 
 class PipelineServer:
@@ -134,6 +149,7 @@ class PipelineServer:
         self.headers_seen: list[dict[str, str]] = []
         self._counts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
+        self.accepted = 0
         self._httpd = _Server(self)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -141,6 +157,10 @@ class PipelineServer:
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
+
+    def connections(self) -> int:
+        """How many connections the server has accepted."""
+        return self.accepted
 
     def record(self, path: str, question: str, headers: dict[str, str]) -> int:
         with self._lock:
