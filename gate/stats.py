@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ import numpy as np
 BLOCK = 64  # resamples per independent random stream
 TASK_CELLS = 1 << 21  # counts held by one task (blocks grouped up to about this many cells)
 COLUMN_GROUP = 256  # columns whose resample statistics are held at once
-MAX_WORKERS = 4
+MAX_WORKERS = min(4, os.cpu_count() or 1)  # threads drawing and multiplying count blocks
 MEMORY_BUDGET = 320 << 20  # bytes of count matrices alive at once across worker threads
 
 IntervalMethod = Literal["percentile", "bca"]
@@ -79,17 +80,15 @@ def _rng(seed: int, block: int) -> np.random.Generator:
 
 
 def _block_counts(seed: int, block: int, rows: int, units: int) -> np.ndarray:
-    """Resample counts (rows x units) of one block: how often each unit was drawn."""
+    """Resample counts (rows x units, float64) of one block: how often each unit was drawn."""
     # One generator per block and one call, so 32-bit draws (buffered in pairs) stay reproducible.
     dtype = np.uint32 if units <= np.iinfo(np.uint32).max else np.int64
     draws = _rng(seed, block).integers(0, units, size=(rows, units), dtype=dtype)
-    # Row-major offsets keep each resample's increments within one cache-friendly stretch.
-    flat = draws.astype(np.int64)
-    del draws
-    flat += (np.arange(rows, dtype=np.int64) * units)[:, None]
-    counts = np.bincount(flat.ravel(), minlength=rows * units)
-    del flat
-    return counts.reshape(rows, units).astype(np.float64)
+    counts = np.empty((rows, units))
+    for i in range(rows):
+        # Row by row: each count vector stays in cache, unlike one bincount over rows x units.
+        counts[i] = np.bincount(draws[i], minlength=units)
+    return counts
 
 
 def _exact_grid(values: np.ndarray, max_multiplier: float) -> np.ndarray:
@@ -153,8 +152,8 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
-    # A running task holds about 20 bytes per count cell (draws, int64 counts, their float copy).
-    task_bytes = 20 * BLOCK * min(per_task, n_blocks) * n_units
+    # A running task holds about 12 bytes per count cell (32-bit draws and float counts).
+    task_bytes = 12 * BLOCK * min(per_task, n_blocks) * n_units
     workers = min(MAX_WORKERS, len(tasks), max(1, MEMORY_BUDGET // task_bytes))
     if workers <= 1:
         results = [run(t) for t in tasks]
