@@ -109,3 +109,18 @@ def test_workflows_pin_actions_and_grant_least_privilege(path: Path) -> None:
                 assert re.fullmatch(r"[\w-]+/[\w-]+@v\d+\.\d+\.\d+", uses), (
                     f"{path.name}: {uses} is not pinned"
                 )
+
+
+def test_readme_workflow_is_valid_and_matches_the_example(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("<!-- section:action:start -->", 1)[1].split("<!-- section:action:end -->", 1)[0]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    workflow = tmp_path / "ragproof.yml"
+    workflow.write_text(block)
+    proc = _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    parsed = yaml.safe_load(block)
+    example = yaml.safe_load((ROOT / "examples" / "workflows" / "pr-gate.yml").read_text())
+    assert parsed["jobs"]["gate"]["permissions"] == example["jobs"]["gate"]["permissions"]
+    for link in re.findall(r"\]\(((?:examples|docs)/[^)#]+)\)", section):
+        assert (ROOT / link).exists(), link
