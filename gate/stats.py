@@ -28,7 +28,7 @@ summation order the BLAS library or its thread count chooses. The rounding moves
 less than 1e-9 of the column's largest magnitude; point estimates use the unrounded values.
 
 Memory: a task holds one group of count blocks (about ``TASK_CELLS`` cells, at least one
-block; 16 bytes a cell while its counts are converted), worker threads are limited so that
+block; 8 bytes a cell for the counts plus 4 for one block's draws), worker threads are limited so that
 running tasks stay under ``MEMORY_BUDGET``, and the resample statistics are ``resamples x
 columns`` floats for at most ``COLUMN_GROUP`` columns at a time: at 100,000 cases and 10,000
 resamples peak use stays near 300 MB.
@@ -79,16 +79,15 @@ def _rng(seed: int, block: int) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed % (1 << 64), block])))
 
 
-def _block_counts(seed: int, block: int, rows: int, units: int) -> np.ndarray:
-    """Resample counts (rows x units, float64) of one block: how often each unit was drawn."""
+def _block_counts(seed: int, block: int, out: np.ndarray) -> None:
+    """Fill ``out`` (rows x units) with one block's resample counts: how often each unit was drawn."""
+    rows, units = out.shape
     # One generator per block and one call, so 32-bit draws (buffered in pairs) stay reproducible.
     dtype = np.uint32 if units <= np.iinfo(np.uint32).max else np.int64
     draws = _rng(seed, block).integers(0, units, size=(rows, units), dtype=dtype)
-    counts = np.empty((rows, units))
     for i in range(rows):
         # Row by row: each count vector stays in cache, unlike one bincount over rows x units.
-        counts[i] = np.bincount(draws[i], minlength=units)
-    return counts
+        out[i] = np.bincount(draws[i], minlength=units)
 
 
 def _exact_grid(values: np.ndarray, max_multiplier: float) -> np.ndarray:
@@ -142,11 +141,12 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
     tasks = [range(s, min(s + per_task, n_blocks)) for s in range(0, n_blocks, per_task)]
 
     def run(blocks: range) -> np.ndarray:
-        parts = []
-        for b in blocks:
-            rows = min(BLOCK, resamples - b * BLOCK)
-            parts.append(_block_counts(seed, b, rows, n_units))
-        counts = parts[0] if len(parts) == 1 else np.vstack(parts)
+        sizes = [min(BLOCK, resamples - b * BLOCK) for b in blocks]
+        counts = np.empty((sum(sizes), n_units))
+        start = 0
+        for b, rows in zip(blocks, sizes, strict=True):
+            _block_counts(seed, b, counts[start : start + rows])
+            start += rows
         product = counts @ rhs
         num, den = product[:, :q], product[:, q:][:, inverse]
         with np.errstate(invalid="ignore", divide="ignore"):
