@@ -111,11 +111,12 @@ def test_http_pipeline_faults_each_end_in_a_row(tmp_path: Path) -> None:
     }
     cases = [{"id": name, "question": f"{name}: tell me about refunds"} for name in behaviours]
     write_dataset(tmp_path, cases)
-    with PipelineServer(hang_s=3.0) as server:
+    # The timeout leaves room for Retry-After: 1 on a loaded machine; hang outlasts it.
+    with PipelineServer(hang_s=5.0) as server:
         adapter = {
             "type": "http",
             "url": server.url,
-            "timeout_s": 1.5,
+            "timeout_s": 2.5,
             "retries": 1,
             "backoff_s": 0.01,
             "concurrency": 10,
