@@ -104,6 +104,7 @@ cat >"$WORK/workflow/event.json" <<EOF
 EOF
 run_action push "$MAIN_SHA" refs/heads/main http://127.0.0.1:9 ""
 grep -q '^decision=none$' "$WORK/file_commands/set_output"
+grep -q '^run-dir=.ragproof/run$' "$WORK/file_commands/set_output"  # relative: host steps see it
 rm -rf "$WORK/baseline"
 cp -r "$WORK/workspace/.ragproof/run" "$WORK/baseline"
 

@@ -113,8 +113,8 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
     assert result.outputs["decision"] == "pass"
     assert result.outputs["baseline-sha"] == MERGE_BASE
     assert result.outputs["comment-url"] == comment["html_url"]
-    assert result.outputs["run-dir"] == str(result.workspace / ".ragproof" / "run")
-    assert Path(result.outputs["report"]).read_text() == comment["body"]
+    assert result.outputs["run-dir"] == ".ragproof/run"  # relative: later steps run on the host
+    assert (result.workspace / result.outputs["report"]).read_text() == comment["body"]
     assert "✅ Passed" in result.summary
     assert "::add-mask::ghs_write" in result.stdout and "::add-mask::sk-judge-secret" in result.stdout
     # The pipeline was imported after every credential had left the process environment.
@@ -276,7 +276,7 @@ def test_push_to_the_default_branch_is_a_baseline_run(tmp_path: Path, server: Gi
     out = result.workspace / ".ragproof" / "run"
     assert (out / "run.json").is_file() and (out / "rows.jsonl").is_file()
     assert json.loads((out / "run.json").read_text())["git"]["commit"] == MERGE_BASE
-    assert result.outputs["decision"] == "none" and result.outputs["run-dir"] == str(out)
+    assert result.outputs["decision"] == "none" and result.outputs["run-dir"] == ".ragproof/run"
     assert "No baseline" in result.summary or "ragproof" in result.summary
     assert server.state.requests == []  # no comparison, no comment, no check, not even a token needed
 

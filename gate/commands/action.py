@@ -5,11 +5,15 @@ removes every credential from the process environment before any user code runs 
 ``install`` command, a ``python`` adapter importing the pipeline), then runs the flow of
 :mod:`gate.github.flow` for the event and writes the report, the job summary and the step's
 outputs. Exit codes are those of ``ragproof compare`` (0 on push/baseline runs).
+
+Paths in the outputs are relative to the workspace: the container sees the workspace at
+``/github/workspace`` while later steps of the job run on the host, in the same directory.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from gate.environment import Environment
 
@@ -26,29 +30,38 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.github.workflow import WorkflowCommands
 
     del args
-    commands = WorkflowCommands(output_path=None, summary_path=None)
     try:
-        return _run(env, commands)
+        return _run(env)
     except RagproofError as exc:
-        commands.error(str(exc), title="ragproof")
+        # Besides the CLI's line on stderr: an annotation shown on the run's page.
+        WorkflowCommands(output_path=None, summary_path=None).error(str(exc), title="ragproof")
         raise
 
 
-def _pipeline_environment(env: Environment, cwd: object) -> Environment:
+def pipeline_environment(env: Environment, cwd: Path) -> Environment:
     """The Environment handed to the runner: no GitHub/Actions credentials, no inputs."""
-    from pathlib import Path
     from types import MappingProxyType
 
     from gate.github.context import SECRET_VARIABLES
 
     kept = {
-        k: v for k, v in env.variables.items() if k not in SECRET_VARIABLES and not k.startswith("INPUT_")
+        name: value
+        for name, value in env.variables.items()
+        if name not in SECRET_VARIABLES and not name.startswith("INPUT_")
     }
-    return Environment(variables=MappingProxyType(kept), cwd=Path(str(cwd)), stderr_is_tty=env.stderr_is_tty)
+    return Environment(variables=MappingProxyType(kept), cwd=cwd, stderr_is_tty=env.stderr_is_tty)
+
+
+def workspace_relative(path: Path, workspace: Path) -> str:
+    """``path`` relative to the workspace when inside it (as later host steps see it)."""
+    try:
+        return path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _scrub_process_environment(names: list[str]) -> None:
-    # The entry point owns the process: user code imported later must not find these.
+    # The entry point owns the process: code imported or started later must not find these.
     import os
 
     for name in names:
@@ -66,7 +79,7 @@ def _install(command: str, env: Environment, commands: object) -> None:
         raise RagproofError(f"input install: command {command!r} failed with exit code {proc.returncode}")
 
 
-def _run(env: Environment, commands: object) -> int:
+def _run(env: Environment) -> int:
     import os
 
     from gate.config import load_config
@@ -81,36 +94,34 @@ def _run(env: Environment, commands: object) -> int:
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)
     config = load_config(ctx.workspace_path(ctx.inputs.config), env.variables)
-    judge_key = env.get(config.judge.api_key_env)
+    judge_key_env = config.judge.api_key_env
+    judge_key = env.get(judge_key_env)
     if judge_key:
         commands.add_mask(judge_key)
 
     # The judge key stays in the Environment snapshot (the judge reads it from there) but
-    # leaves os.environ; the pipeline's Environment has neither it (the adapters withhold it)
-    # nor any GitHub credential.
-    _scrub_process_environment([*SECRET_VARIABLES, config.judge.api_key_env])
-    pipeline_env = _pipeline_environment(env, ctx.workspace)
+    # leaves os.environ; the pipeline's Environment has no GitHub credential, and the
+    # adapters withhold the judge key from it.
+    _scrub_process_environment([*SECRET_VARIABLES, judge_key_env])
+    pipeline_env = pipeline_environment(env, ctx.workspace)
     if ctx.inputs.install:
-        install_env = Environment(
-            variables={k: v for k, v in pipeline_env.variables.items() if k != config.judge.api_key_env},
-            cwd=pipeline_env.cwd,
-        )
-        _install(ctx.inputs.install, install_env, commands)
+        install_vars = {k: v for k, v in pipeline_env.variables.items() if k != judge_key_env}
+        _install(ctx.inputs.install, Environment(variables=install_vars, cwd=ctx.workspace), commands)
 
     flow = ActionFlow(ctx, pipeline_env, commands, config)
     result = flow.execute()
 
     outputs = {"decision": result.decision}
     if result.report:
-        report_path = flow.out_dir.parent / f"{flow.out_dir.name}-report.md"
+        report_path = flow.report_path()
         report_path.parent.mkdir(parents=True, exist_ok=True)
         report_path.write_text(result.report, encoding="utf-8")
-        outputs["report"] = str(report_path)
+        outputs["report"] = workspace_relative(report_path, ctx.workspace)
         commands.append_summary(result.report)
     if (flow.out_dir / "run.json").is_file():
-        outputs["run-dir"] = str(flow.out_dir)
+        outputs["run-dir"] = workspace_relative(flow.out_dir, ctx.workspace)
     elif ctx.inputs.candidate:
-        outputs["run-dir"] = str(ctx.workspace_path(ctx.inputs.candidate))
+        outputs["run-dir"] = workspace_relative(ctx.workspace_path(ctx.inputs.candidate), ctx.workspace)
     search = result.baseline
     if search is not None and search.baseline is not None:
         outputs["baseline-run-id"] = str(search.baseline.run.id)

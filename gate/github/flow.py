@@ -137,7 +137,7 @@ class ActionFlow:
     def _scratch(self) -> Path:
         return self.out_dir.parent / ".downloads"
 
-    def _report_path(self) -> Path:
+    def report_path(self) -> Path:
         return self.out_dir.parent / f"{self.out_dir.name}-report.md"
 
     # -- the candidate -------------------------------------------------------------------
@@ -208,7 +208,7 @@ class ActionFlow:
             f"as the {md_escape(self.inputs.baseline_artifact)} artifact and later pull requests are gated "
             "against it.\n\n"
         )
-        return Result("none", EXIT_OK, lead + scores, "neutral", "ragproof: baseline run")
+        return Result("none", EXIT_OK, lead + scores, "neutral", f"{self.inputs.check_name}: baseline run")
 
     def workflow_run_mode(self) -> Result:
         run = self.ctx.event.workflow_run
@@ -299,7 +299,9 @@ class ActionFlow:
                 f"{body.rstrip()}\n\n> No baseline yet: {md_escape(search.reason)}. {how}\n"
                 + self._notes(search)
             )
-            result = Result("none", EXIT_OK, report, "neutral", "ragproof: no baseline yet", search)
+            result = Result(
+                "none", EXIT_OK, report, "neutral", f"{self.inputs.check_name}: no baseline yet", search
+            )
         else:
             try:
                 comparison = compare_runs(
@@ -313,7 +315,12 @@ class ActionFlow:
                 report = f"{marker(self.inputs.check_name)}\n## {name}: runs not comparable\n\n{md_escape(str(exc))}\n"
                 self.commands.error(str(exc), title="ragproof")
                 result = Result(
-                    "none", EXIT_NOT_COMPARABLE, report, "failure", "ragproof: not comparable", search
+                    "none",
+                    EXIT_NOT_COMPARABLE,
+                    report,
+                    "failure",
+                    f"{self.inputs.check_name}: not comparable",
+                    search,
                 )
             else:
                 report = render_markdown(comparison, context=context) + self._notes(search)
@@ -323,7 +330,7 @@ class ActionFlow:
                     exit_code_for(decision, fail_on),
                     report,
                     CONCLUSION_OF_DECISION[decision],
-                    f"ragproof: {decision}",
+                    f"{self.inputs.check_name}: {decision}",
                     search,
                 )
         self.publish(result, target)
