@@ -84,8 +84,8 @@ def summary_line(comparison: Comparison) -> str:
     counts = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
     parts = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
     line = f"ragproof compare: {comparison.overall} ({parts or 'no gates'})"
-    for g in gating:
-        if g.decision in {"block", "review"}:
+    for g in [g for g in gating if g.decision == "block"] + [g for g in gating if g.decision == "review"]:
+        if g.lo is not None and g.hi is not None and g.delta is not None:
             line += f"\n  {g.decision:6} {g.metric} [{g.slice}] Δ {g.delta:+.4f} [{g.lo:+.4f}, {g.hi:+.4f}]: {g.reason}"
     for w in comparison.warnings:
         line += f"\n  warning: {w}"
