@@ -376,7 +376,7 @@ def execute_run(
             if bar is not None:
                 bar.advance(failed=row.status != "ok")
 
-        scorer = make_scorer(ctx, metric_names, cases=len(pending), judge_threads=config.judge.concurrency)
+        scorer = make_scorer(ctx, metric_names, judge_threads=config.judge.concurrency)
         case_runner = _CaseRunner(adapter, config.run.k, config.adapter.timeout_s, scorer)
         loop_started = time.monotonic()
         try:

@@ -1,4 +1,4 @@
-"""The three places scoring runs give the same results as scoring inline."""
+"""Scoring on judge threads gives the same results as scoring inline."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from gate.dataset import Case
 from gate.metrics.base import MetricResult, ScoringContext
 from gate.records import Answer, CaseOutput, Chunk
 from gate.scoring import select_metrics
-from gate.scoring_workers import (
-    PROCESS_MIN_CASES,
-    InlineScorer,
-    ProcessScorer,
-    ThreadScorer,
-    make_scorer,
-)
+from gate.scoring_workers import InlineScorer, ThreadScorer, make_scorer
 
 
 def _cases() -> list[tuple[Case, CaseOutput]]:
@@ -47,23 +41,22 @@ def _score_all(scorer: object) -> list[dict[str, MetricResult]]:
         scorer.close()  # type: ignore[attr-defined]
 
 
-def test_thread_and_process_scoring_equal_inline_scoring() -> None:
+def test_thread_scoring_equals_inline_scoring() -> None:
     ctx = ScoringContext(k=3)
     names = select_metrics("all")
     inline = _score_all(InlineScorer(ctx, names))
     assert any(r.status == "scored" for results in inline for r in results.values())
     dumped = [{n: r.model_dump() for n, r in results.items()} for results in inline]
-    for scorer in (ThreadScorer(ctx, names, 2), ProcessScorer(ctx, names)):
-        assert [{n: r.model_dump() for n, r in results.items()} for results in _score_all(scorer)] == dumped
+    threaded = _score_all(ThreadScorer(ctx, names, 2))
+    assert [{n: r.model_dump() for n, r in results.items()} for results in threaded] == dumped
 
 
 def test_choice_of_scorer() -> None:
     ctx = ScoringContext()
-    small = make_scorer(ctx, [], cases=PROCESS_MIN_CASES - 1, judge_threads=2)
-    large = make_scorer(ctx, [], cases=PROCESS_MIN_CASES, judge_threads=2)
-    judged = make_scorer(ScoringContext(judge=object()), [], cases=10_000, judge_threads=2)
+    plain = make_scorer(ctx, [], judge_threads=2)
+    judged = make_scorer(ScoringContext(judge=object()), [], judge_threads=2)
     try:
-        assert type(small) is InlineScorer and type(large) is ProcessScorer and type(judged) is ThreadScorer
+        assert type(plain) is InlineScorer and type(judged) is ThreadScorer
     finally:
-        for scorer in (small, large, judged):
+        for scorer in (plain, judged):
             scorer.close()
