@@ -151,15 +151,16 @@ def test_run_rows_carry_verdicts_and_refusal_is_not_applicable(server: JudgeServ
     assert summary["slices"]["all"]["generation.groundedness"]["not_applicable"] == 1
 
 
-def test_budget_breach_mid_run_exits_2_and_keeps_finished_rows(server: JudgeServer, tmp_path: Path) -> None:
+def _six_case_project(tmp_path: Path) -> Path:
+    """Six qa cases scored by answer relevance alone, one judge call at a time."""
     cases = [{"id": f"q{i}", "question": f"Question number {i}?"} for i in range(6)]
     replay = [{"id": f"q{i}", "answer": {"text": f"Answer {i}."}} for i in range(6)]
-    root = _project(
-        tmp_path / "p",
-        cases,
-        replay,
-        "run: {store: s.sqlite, metrics: [generation.answer_relevance]}\njudge: {concurrency: 1}\n",
-    )
+    metrics = "run: {store: s.sqlite, metrics: [generation.answer_relevance]}\njudge: {concurrency: 1}\n"
+    return _project(tmp_path / "p", cases, replay, metrics)
+
+
+def test_budget_breach_mid_run_exits_2_and_keeps_finished_rows(server: JudgeServer, tmp_path: Path) -> None:
+    root = _six_case_project(tmp_path)
     server.responder = lambda body: reply({"verdict": "relevant"}, usage=(1_000_000, 0))  # $1.00 a call
     proc = _ragproof(
         root,
@@ -282,14 +283,7 @@ def test_rescored_baseline_becomes_comparable(server: JudgeServer, tmp_path: Pat
 
 
 def test_rescore_budget_breach_exits_2_without_stale_verdicts(server: JudgeServer, tmp_path: Path) -> None:
-    cases = [{"id": f"q{i}", "question": f"Question number {i}?"} for i in range(6)]
-    replay = [{"id": f"q{i}", "answer": {"text": f"Answer {i}."}} for i in range(6)]
-    root = _project(
-        tmp_path / "p",
-        cases,
-        replay,
-        "run: {store: s.sqlite, metrics: [generation.answer_relevance]}\njudge: {concurrency: 1}\n",
-    )
+    root = _six_case_project(tmp_path)
     assert _ragproof(root, server, "run", "--out", "base", "--no-progress").returncode == 0
     server.responder = lambda body: reply({"verdict": "partial"}, usage=(1_000_000, 0))
     prices = {"RAGPROOF_JUDGE_INPUT_COST_PER_MTOK": "1", "RAGPROOF_MAX_COST_USD": "3"}
