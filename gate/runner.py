@@ -339,6 +339,7 @@ def execute_run(
     key = run_key(dataset.sha256, config_hash, shard)
     db_path = store_path(config, env)
     store = Store(db_path)
+    judge: Any | None = None
     try:
         resumed = _resume_from(resume, store, key, dataset, config_hash) if resume else _Resumed(new_run_id())
         wanted = {case.id for _, case in cases}
@@ -431,12 +432,13 @@ def execute_run(
             wall_time_s=round(time.monotonic() - wall_start, 3),
             adapter=adapter_description(config),
         )
-        if judge is not None and hasattr(judge, "close"):
-            judge.close()
         artifact_dir = write_artifact(
             out_dir, meta, rows, summary, extra_files={STDERR_LOG_NAME: log_dir / STDERR_LOG_NAME}
         )
     finally:
+        if judge is not None and hasattr(judge, "close"):
+            with contextlib.suppress(Exception):
+                judge.close()
         with contextlib.suppress(Exception):
             store.close()
     failures = sum(1 for row in rows if row.status != "ok")

@@ -107,6 +107,18 @@ def test_sigterm_stops_cleanly_with_status_partial_and_resumes(tmp_path: Path) -
     assert done.meta.run_id == partial.meta.run_id
 
 
+def test_a_blocked_plain_pipeline_call_neither_loses_the_case_nor_holds_the_exit(tmp_path: Path) -> None:
+    cases = make_cases(3)
+    cases[1]["question"] += " [block]"
+    write_dataset(tmp_path, cases)
+    write_config(tmp_path, adapter={"type": "python", "target": "tiny_pipeline:TinySync", "timeout_s": 0.5})
+    started = time.monotonic()
+    proc = ragproof("run", "--out", "run", "--no-progress", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - started < 20  # the 30 s call is abandoned, not waited for
+    assert [r.status for r in read_artifact(tmp_path / "run").rows] == ["ok", "timeout", "ok"]
+
+
 def test_progress_off_a_terminal_is_plain_lines(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(6))
     write_config(tmp_path)

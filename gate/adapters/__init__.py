@@ -50,7 +50,7 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
 
         assert adapter.target is not None
         search = [config.base_dir, env.cwd]
-        return PythonAdapter(load_pipeline(adapter.target, search), adapter.concurrency)
+        return PythonAdapter(load_pipeline(adapter.target, search))
     if adapter.type == "http":
         from gate.adapters.http import HttpAdapter
 

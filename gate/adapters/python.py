@@ -5,9 +5,11 @@ arguments) or a zero-argument factory (called once). Methods may be plain or ``a
 The module is imported with the config file's directory and then the working directory at
 the front of ``sys.path``, so ``pipeline:make`` next to ``ragproof.yaml`` just works.
 
-Plain methods run in a thread pool as large as ``adapter.concurrency``. A plain call that
-overruns the per-case timeout is recorded as a timeout, but Python cannot stop the thread:
-it finishes in the background and its result is discarded.
+Plain methods run on their own daemon thread per call (the runner bounds how many are in
+flight). A plain call that overruns the per-case timeout is recorded as a timeout, but Python
+cannot stop the thread: it finishes in the background and its result is discarded; being a
+daemon thread, it never keeps ragproof from exiting (a pool's worker threads would be joined
+at exit, so one hung call could hold a CI job until its own timeout).
 
 The pipeline runs inside ragproof's own process and can read everything the process can;
 run untrusted pipeline code with the ``command`` adapter, whose environment is scrubbed.
@@ -16,11 +18,12 @@ run untrusted pipeline code with the ``command`` adapter, whose environment is s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import inspect
 import sys
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -77,21 +80,46 @@ def load_pipeline(target: str, search_dirs: list[Path]) -> Any:
     return obj
 
 
+def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if future.done():  # cancelled meanwhile (timeout, interruption)
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def run_on_daemon_thread(method: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """A future for ``method(*args)`` running on a new daemon thread."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def target() -> None:
+        result, error = None, None
+        try:
+            result = method(*args)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            loop.call_soon_threadsafe(_settle, future, result, error)
+
+    threading.Thread(target=target, name="pipeline", daemon=True).start()
+    return future
+
+
 class PythonAdapter(CallAdapter):
-    def __init__(self, pipeline: Any, concurrency: int) -> None:
+    def __init__(self, pipeline: Any) -> None:
         self._retrieve: Callable[..., Any] | None = getattr(pipeline, "retrieve", None)
         self._answer: Callable[..., Any] | None = getattr(pipeline, "answer", None)
         self.supports_retrieve = callable(self._retrieve)
         self.supports_answer = callable(self._answer)
-        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="pipeline")
 
     async def _call(self, method: Callable[..., Any], *args: Any) -> Any:
         try:
             if inspect.iscoroutinefunction(method):
                 result = await method(*args)
             else:
-                loop = asyncio.get_running_loop()
-                result = await loop.run_in_executor(self._pool, lambda: method(*args))
+                result = await run_on_daemon_thread(method, *args)
                 if inspect.isawaitable(result):
                     result = await result
         except AdapterError:
@@ -107,7 +135,3 @@ class PythonAdapter(CallAdapter):
     async def answer(self, question: str) -> Answer:
         assert self._answer is not None
         return parse_answer(await self._call(self._answer, question))
-
-    async def close(self) -> None:
-        # Threads stuck in a timed-out call are abandoned, not joined.
-        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -54,3 +54,17 @@ class Tiny:
         if fact is None:
             return {"text": "I don't know.", "citations": []}
         return {"text": fact[1], "citations": [fact[0]]}
+
+
+class TinySync:
+    """Plain (not async) methods; ``[block]`` blocks the calling thread for 30 s."""
+
+    def retrieve(self, question, k):
+        if "[block]" in question:
+            import time
+
+            time.sleep(30)
+        return [{"id": "doc-1", "text": question}]
+
+    def answer(self, question):
+        return {"text": "sync answer"}
