@@ -112,7 +112,7 @@ def test_second_identical_run_makes_zero_judge_requests(server: JudgeServer, tmp
     first = _ragproof(root, server, "run", "--out", "run1", "--no-progress")
     assert first.returncode == 0, first.stderr
     calls = server.count
-    assert calls == 18  # 7 + 5 + 6 distinct judge tasks for q1, q2, q3
+    assert calls == 18  # q1: 8 tasks (7 prompts + refusal); q2, q3: 5 each (no expected answer, no citations)
     second = _ragproof(root, server, "run", "--out", "run2", "--no-progress")
     assert second.returncode == 0, second.stderr
     assert server.count == calls  # every verdict from the cache
