@@ -126,6 +126,7 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
         "OPENAI_API_KEY": False,
     }
     assert all(b["authorization"] is None for b in state.blob_requests) and state.blob_requests
+    assert not any(r["path"] == "/user" for r in state.requests)  # 403 for installation tokens
 
 
 def test_rerun_updates_the_one_comment(tmp_path: Path, server: GitHubServer) -> None:
@@ -404,3 +405,10 @@ def test_runs_that_cannot_be_compared_exit_3(tmp_path: Path, server: GitHubServe
     assert "runs not comparable" in comment["body"]
     assert server.state.check_runs[0]["conclusion"] == "failure"
     assert result.outputs["decision"] == "none"
+
+
+def test_run_mode_on_a_pull_request_only_runs(tmp_path: Path, server: GitHubServer) -> None:
+    result = _pr(tmp_path, server, inputs={"mode": "run"}, token="")
+    assert result.returncode == 0, result.stderr
+    assert result.outputs["decision"] == "none" and result.outputs["run-dir"] == ".ragproof/run"
+    assert server.state.requests == []

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import stat
 import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gate.errors import DataError
 from gate.github.archive import extract_zip, run_directory
@@ -97,3 +100,22 @@ def test_not_a_zip_and_no_run_json(tmp_path: Path) -> None:
     out = extract_zip(_zip(tmp_path / "a.zip", [("other.txt", b"")]), tmp_path / "o2")
     with pytest.raises(DataError, match="holds no run.json"):
         run_directory(out, "baseline artifact")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(alphabet="ab./\\:", min_size=1, max_size=12), min_size=1, max_size=4, unique=True))
+def test_no_name_ever_writes_outside_the_destination(names: list[str]) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        archive = root / "a.zip"
+        with zipfile.ZipFile(archive, "w") as zf:
+            for name in names:
+                zf.writestr(name, b"x")
+        box = root / "box"
+        box.mkdir()
+        with contextlib.suppress(DataError):  # rejected: fine; anything else fails the test
+            extract_zip(archive, box / "out")
+        outside = {p for p in root.rglob("*") if not p.is_relative_to(box)}
+        assert outside == {archive}

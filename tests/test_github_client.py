@@ -105,3 +105,10 @@ def test_requested_wait_parses_both_headers() -> None:
     assert requested_wait({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "110"}, now=100.0) == 11.0
     assert requested_wait({"x-ratelimit-remaining": "5", "x-ratelimit-reset": "110"}, now=100.0) is None
     assert requested_wait({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0) == 10.0
+
+
+def test_secondary_limit_without_headers_is_reported_as_a_rate_limit(server: GitHubServer) -> None:
+    server.state.fail("GET", r"/pulls/7$", 403, message="You have exceeded a secondary rate limit", times=1)
+    with pytest.raises(GitHubAPIError, match="rate limited") as info:
+        client_for(server).call("pulls.get", pull_number=7)
+    assert info.value.rate_limited and "permissions" not in str(info.value)

@@ -275,7 +275,10 @@ class GitHubClient:
     def _fail(self, endpoint: str, permission: str | None, response: requests.Response) -> GitHubAPIError:
         status = response.status_code
         detail = _message_of(response)
-        limited = is_rate_limited(status, response.headers)
+        # A secondary limit may come without headers; its message still says so.
+        limited = is_rate_limited(status, response.headers) or (
+            status == 403 and "rate limit" in detail.lower()
+        )
         if limited:
             wait = requested_wait(response.headers)
             more = f"; GitHub asks to wait {wait:.0f} s more" if wait is not None else ""
