@@ -323,3 +323,11 @@ def test_estimate_counts_composite_components(tmp_path: Path) -> None:
     assert estimate_run(config, dataset, ["answer.token_f1"]).calls == 0
     config.judge.model = None
     assert estimate_run(config, dataset, ["judge.faithfulness"]).calls == 0
+
+
+def test_estimate_without_a_judge(server: JudgeServer, tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", CASES, REPLAY)
+    proc = _ragproof(root, server, "run", "--estimate", RAGPROOF_JUDGE_MODEL="")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "no judge configured (RAGPROOF_JUDGE_MODEL): 0 judge calls for 3 cases, $0.0000\n"
+    assert server.count == 0
