@@ -11,7 +11,8 @@
 #      successful check run on the pull request's head commit, and set the step outputs.
 #
 # Needs root, podman, buildah, runc and mmdebstrap (apt-get install -y podman buildah runc
-# mmdebstrap). Settings (environment): RAGPROOF_SMOKE_DIR (work directory),
+# mmdebstrap). Settings (environment): RAGPROOF_SMOKE_DIR (work directory; each run uses a
+# fresh job directory inside it, removed at the end),
 # RAGPROOF_SMOKE_BASE (base image name), RAGPROOF_SMOKE_IMAGE (image name), PYTHON.
 # Prints "container smoke: ok" and exits 0 on success.
 set -euo pipefail
@@ -27,16 +28,24 @@ MAIN_SHA="c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
 log() { printf 'container smoke: %s\n' "$*"; }
 
 mkdir -p "$WORK"
+# Each invocation has a job directory of its own (runs may overlap); images are shared.
+JOB="$(mktemp -d "$WORK/job.XXXXXX")"
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+    rm -rf "$JOB"
+}
+trap cleanup EXIT
 
 # crun cannot run here ("cgroups in hybrid mode not supported") and podman's default open-file
 # limit exceeds the machine's hard limit: a containers.conf of our own, no edit under /etc.
-cat >"$WORK/containers.conf" <<'EOF'
+cat >"$JOB/containers.conf" <<'EOF'
 [containers]
 default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
 [engine]
 runtime = "runc"
 EOF
-export CONTAINERS_CONF="$WORK/containers.conf"
+export CONTAINERS_CONF="$JOB/containers.conf"
 
 debian_mirror() {
     local uri
@@ -56,30 +65,30 @@ fi
 
 # Outbound HTTPS is re-signed by a proxy whose CA is only in the host's store: pip inside the
 # build is pointed at the host bundle through mounts, without changing the Dockerfile.
-printf '[global]\ncert = /run/host-ca/ca.crt\n' >"$WORK/pip.conf"
+printf '[global]\ncert = /run/host-ca/ca.crt\n' >"$JOB/pip.conf"
 log "building $IMAGE"
 podman build --quiet --network host \
     --build-arg BASE_IMAGE="$BASE_IMAGE" \
     -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca/ca.crt:ro \
-    -v "$WORK/pip.conf:/etc/pip.conf:ro" \
+    -v "$JOB/pip.conf:/etc/pip.conf:ro" \
     -t "$IMAGE" "$ROOT" >/dev/null
 
 # The runner's layout: workspace at /github/workspace, the event under /github/workflow,
 # the output and summary files under /github/file_commands.
 fresh_job() {
-    rm -rf "$WORK/workspace" "$WORK/workflow" "$WORK/file_commands"
-    mkdir -p "$WORK/workflow" "$WORK/file_commands"
-    cp -r "$ROOT/tests/fixtures/action_project" "$WORK/workspace"
-    rm -f "$WORK/workspace/seen-env.json"
-    : >"$WORK/file_commands/set_output"
-    : >"$WORK/file_commands/step_summary"
+    rm -rf "$JOB/workspace" "$JOB/workflow" "$JOB/file_commands"
+    mkdir -p "$JOB/workflow" "$JOB/file_commands"
+    cp -r "$ROOT/tests/fixtures/action_project" "$JOB/workspace"
+    rm -f "$JOB/workspace/seen-env.json"
+    : >"$JOB/file_commands/set_output"
+    : >"$JOB/file_commands/step_summary"
 }
 
 run_action() { # EVENT_NAME SHA REF API_URL TOKEN
     podman run --rm --network host \
-        -v "$WORK/workspace:/github/workspace" -w /github/workspace \
-        -v "$WORK/workflow:/github/workflow" \
-        -v "$WORK/file_commands:/github/file_commands" \
+        -v "$JOB/workspace:/github/workspace" -w /github/workspace \
+        -v "$JOB/workflow:/github/workflow" \
+        -v "$JOB/file_commands:/github/file_commands" \
         -e CI=true -e GITHUB_ACTIONS=true \
         -e GITHUB_EVENT_NAME="$1" -e GITHUB_EVENT_PATH=/github/workflow/event.json \
         -e GITHUB_SHA="$2" -e GITHUB_REF="$3" \
@@ -98,31 +107,30 @@ run_action() { # EVENT_NAME SHA REF API_URL TOKEN
 
 log "push to main (baseline run)"
 fresh_job
-cat >"$WORK/workflow/event.json" <<EOF
+cat >"$JOB/workflow/event.json" <<EOF
 {"ref": "refs/heads/main", "after": "$MAIN_SHA",
  "repository": {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}}
 EOF
 run_action push "$MAIN_SHA" refs/heads/main http://127.0.0.1:9 ""
-grep -q '^decision=none$' "$WORK/file_commands/set_output"
-grep -q '^run-dir=.ragproof/run$' "$WORK/file_commands/set_output"  # relative: host steps see it
-rm -rf "$WORK/baseline"
-cp -r "$WORK/workspace/.ragproof/run" "$WORK/baseline"
+grep -q '^decision=none$' "$JOB/file_commands/set_output"
+grep -q '^run-dir=.ragproof/run$' "$JOB/file_commands/set_output"  # relative: host steps see it
+rm -rf "$JOB/baseline"
+cp -r "$JOB/workspace/.ragproof/run" "$JOB/baseline"
 
 log "starting the GitHub API test server"
-rm -f "$WORK/api-url"
+rm -f "$JOB/api-url"
 "$PYTHON" "$ROOT/tests/servers/github_server.py" --scenario pull-request \
-    --baseline-dir "$WORK/baseline" --ready-file "$WORK/api-url" >"$WORK/server.log" 2>&1 &
+    --baseline-dir "$JOB/baseline" --ready-file "$JOB/api-url" >"$JOB/server.log" 2>&1 &
 server_pid=$!
-trap 'kill "$server_pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
-    [ -s "$WORK/api-url" ] && break
+    [ -s "$JOB/api-url" ] && break
     sleep 0.1
 done
-api_url="$(cat "$WORK/api-url")"
+api_url="$(cat "$JOB/api-url")"
 
 log "pull_request #7 against $api_url"
 fresh_job
-cat >"$WORK/workflow/event.json" <<EOF
+cat >"$JOB/workflow/event.json" <<EOF
 {"action": "synchronize", "number": 7,
  "repository": {"id": 1001, "full_name": "acme/rag", "default_branch": "main"},
  "pull_request": {"number": 7, "state": "open",
@@ -131,7 +139,7 @@ cat >"$WORK/workflow/event.json" <<EOF
 EOF
 run_action pull_request "0000000000000000000000000000000000000000" refs/pull/7/merge "$api_url" ghs_write
 
-"$PYTHON" - "$api_url" "$WORK/file_commands/set_output" "$HEAD_SHA" <<'EOF'
+"$PYTHON" - "$api_url" "$JOB/file_commands/set_output" "$HEAD_SHA" <<'EOF'
 import json
 import sys
 import urllib.request
