@@ -25,6 +25,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER = ROOT / "tests" / "servers" / "pipeline_server.py"
@@ -39,7 +40,7 @@ def _start_server(latency_ms: float) -> tuple[subprocess.Popen[str], str]:
     return proc, f"http://127.0.0.1:{port}"
 
 
-def _write_inputs(directory: Path, url: str, cases: int, concurrency: int) -> Path:
+def _write_inputs(directory: Path, url: str, cases: int, concurrency: int, metrics: Any) -> Path:
     import yaml
 
     with open(directory / "cases.jsonl", "w", encoding="utf-8") as handle:
@@ -56,14 +57,14 @@ def _write_inputs(directory: Path, url: str, cases: int, concurrency: int) -> Pa
             "timeout_s": 30,
             "retries": 0,
         },
-        "run": {"k": 5, "store": str(directory / "store.sqlite")},
+        "run": {"k": 5, "store": str(directory / "store.sqlite"), "metrics": metrics},
     }
     path = directory / "ragproof.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
 
 
-def ragproof_rate(url: str, concurrency: int, cases: int) -> tuple[float, float]:
+def ragproof_rate(url: str, concurrency: int, cases: int, metrics: Any = "all") -> tuple[float, float]:
     """(cases/s while running cases, cases/s end to end including setup and the artifact)."""
     from gate.config import load_config
     from gate.environment import Environment
@@ -71,7 +72,7 @@ def ragproof_rate(url: str, concurrency: int, cases: int) -> tuple[float, float]
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        config = load_config(_write_inputs(directory, url, cases, concurrency))
+        config = load_config(_write_inputs(directory, url, cases, concurrency, metrics))
         env = Environment(variables={}, cwd=directory)
         started = time.perf_counter()
         outcome = execute_run(config, env, directory / "run", progress=False)
@@ -116,12 +117,18 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=2.5, help="target duration of each measurement")
     parser.add_argument("--levels", default="1,8,32,64")
     parser.add_argument("--no-threads", action="store_true", help="skip the requests+threads comparison")
+    parser.add_argument(
+        "--metrics", default="all", help="'all' (default) or comma-separated metric names to score"
+    )
     args = parser.parse_args()
     latency = args.latency_ms / 1000.0
+    metrics: Any = "all" if args.metrics == "all" else args.metrics.split(",")
     sys.path.insert(0, str(ROOT))
     server, url = _start_server(args.latency_ms)
     try:
-        print(f"pipeline latency {args.latency_ms:g} ms per call, {os.cpu_count()} CPUs")
+        print(
+            f"pipeline latency {args.latency_ms:g} ms per call, {os.cpu_count()} CPUs, metrics: {args.metrics}"
+        )
         header = (
             f"{'concurrency':>11}  {'ideal/s':>8}  {'ragproof/s':>10}  {'efficiency':>10}  {'end-to-end':>10}"
         )
@@ -131,7 +138,7 @@ def main() -> int:
         for level in (int(x) for x in args.levels.split(",")):
             ideal = level / latency
             cases = max(20, int(ideal * args.seconds))
-            ours, whole = ragproof_rate(url, level, cases)
+            ours, whole = ragproof_rate(url, level, cases, metrics)
             line = f"{level:>11}  {ideal:>8.1f}  {ours:>10.1f}  {ours / ideal:>10.1%}  {whole / ideal:>10.1%}"
             if not args.no_threads:
                 theirs = threads_rate(url, level, cases)

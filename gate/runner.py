@@ -191,7 +191,8 @@ class _CaseRunner:
         output = None
         status, error = "ok", None
         try:
-            output = await asyncio.wait_for(self._adapter.run_case(case, self._k), self._timeout_s)
+            async with asyncio.timeout(self._timeout_s):
+                output = await self._adapter.run_case(case, self._k)
         except TimeoutError:
             status, error = "timeout", f"no result within {self._timeout_s:g} s"
         except AdapterTimeout as exc:

@@ -102,18 +102,18 @@ class CallAdapter(Adapter):
     async def run_case(self, case: Case, k: int) -> CaseOutput:
         retrieved: list[Chunk] | None = None
         answer: Answer | None = None
-        try:
-            async with asyncio.TaskGroup() as group:
-                r_task = (
-                    group.create_task(self.retrieve(case.question, k)) if self.supports_retrieve else None
-                )
-                a_task = group.create_task(self.answer(case.question)) if self.supports_answer else None
-        except* AdapterError as failures:
-            raise failures.exceptions[0] from None
-        if r_task is not None:
-            retrieved = r_task.result()
-        if a_task is not None:
-            answer = a_task.result()
+        if self.supports_retrieve and self.supports_answer:
+            try:
+                async with asyncio.TaskGroup() as group:
+                    r_task = group.create_task(self.retrieve(case.question, k))
+                    a_task = group.create_task(self.answer(case.question))
+            except* AdapterError as failures:
+                raise failures.exceptions[0] from None
+            retrieved, answer = r_task.result(), a_task.result()
+        elif self.supports_retrieve:  # one call: no tasks to create
+            retrieved = await self.retrieve(case.question, k)
+        elif self.supports_answer:
+            answer = await self.answer(case.question)
         return CaseOutput(
             retrieved=retrieved,
             answer=answer,
