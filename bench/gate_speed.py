@@ -145,6 +145,24 @@ print(json.dumps({{"seconds": time.perf_counter() - start, "gates": gates, "metr
 """
 
 
+PHASES = f"""
+import json, sys, time
+t0 = time.perf_counter()
+from gate.artifact import read_artifact
+from gate.compare import compare_runs
+from gate.config import GateConfig
+t1 = time.perf_counter()
+base, cand = read_artifact(sys.argv[1] + "/baseline"), read_artifact(sys.argv[1] + "/candidate")
+t2 = time.perf_counter()
+comparison = compare_runs(base, cand, GateConfig(resamples=int(sys.argv[2]), slices=["kind", "tags"]))
+t3 = time.perf_counter()
+comparison.model_dump_json(indent=2)
+t4 = time.perf_counter()
+print(json.dumps({{"imports": t1 - t0, "read": t2 - t1, "compare": t3 - t2, "json": t4 - t3}}))
+{PEAK}
+"""
+
+
 def python_loop_seconds_per_draw(n: int = 300, resamples: int = 10_000) -> float:
     """Seconds per (case x resample) of the textbook loop, measured on one gate of ``n`` cases."""
     rng = random.Random(7)
@@ -186,6 +204,8 @@ def main() -> None:
         bootstrapped = [g for g in decision["gates"] if g["metric"] != "adapter.failure_rate"]
         case_units = sum(g["n"] for g in bootstrapped)
 
+        _, _, phases_out = run_timed(PHASES, str(root), str(args.resamples))
+        phases = json.loads(phases_out)
         _, peak_scipy, scipy_out = run_timed(
             SCIPY, str(root), str(args.resamples), "1" if args.quick else "all"
         )
@@ -206,6 +226,10 @@ def main() -> None:
     print(
         f"workload: {args.cases} cases, {len(METRICS)} metrics, {SLICES} overlapping slices (+ all, kind=qa), "
         f"{args.resamples} resamples; {gates} gates ({len(bootstrapped)} metric gates over {case_units} pairs)"
+    )
+    print(
+        "ragproof phases (in one process): "
+        + ", ".join(f"{name} {seconds:.2f} s" for name, seconds in phases.items())
     )
     print(f"{'method':42} {'seconds':>10} {'vs ragproof':>12} {'peak MB':>9}  note")
     for name, seconds, peak, note in rows:
