@@ -47,11 +47,34 @@ runtime = "runc"
 EOF
 export CONTAINERS_CONF="$JOB/containers.conf"
 
-debian_mirror() {
-    local uri
-    uri="$(grep -rhoE '^(URIs:|deb) +(\[[^]]*\] +)?https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
-        | grep -v security | grep -oE 'https?://[^ ]+' | head -n 1 || true)"
-    printf '%s\n' "${uri:-http://deb.debian.org/debian}"
+debian_mirror() { # the Debian archive the machine's own apt sources name (bookworm, not security)
+    "$PYTHON" - <<'PY'
+import glob
+import re
+
+def entries():
+    for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*"))]:
+        try:
+            text = open(path, encoding="utf-8").read()
+        except OSError:
+            continue
+        for line in text.splitlines():  # one-line format: deb [options] URI suite components
+            m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)", line)
+            if m:
+                yield m[1], [m[2]]
+        for stanza in re.split(r"\n\s*\n", text):  # deb822 format
+            fields = dict(re.findall(r"^(\w[\w-]*):\s*(.*)$", stanza, re.M))
+            if "deb" in fields.get("Types", "").split() and "URIs" in fields:
+                for uri in fields["URIs"].split():
+                    yield uri, fields.get("Suites", "").split()
+
+for uri, suites in entries():
+    if "bookworm" in suites and "security" not in uri:
+        print(uri)
+        break
+else:
+    print("http://deb.debian.org/debian")
+PY
 }
 
 if podman image exists "$BASE_IMAGE"; then
@@ -60,7 +83,7 @@ else
     mirror="$(debian_mirror)"
     log "building base image $BASE_IMAGE from $mirror"
     mmdebstrap --quiet --variant=apt --include=python3,python3-venv,python3-pip,ca-certificates \
-        bookworm - "$mirror" | podman import - "$BASE_IMAGE" >/dev/null
+        bookworm - "$mirror" | podman import --quiet - "$BASE_IMAGE" >/dev/null
 fi
 
 # Outbound HTTPS is re-signed by a proxy whose CA is only in the host's store: pip inside the
