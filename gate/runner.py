@@ -52,7 +52,7 @@ from gate.artifact import (
     write_artifact,
 )
 from gate.config import Config
-from gate.dataset import Case, Dataset, load_dataset
+from gate.dataset import Case, load_dataset
 from gate.environment import Environment
 from gate.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
 from gate.gitinfo import git_info
@@ -112,9 +112,10 @@ def adapter_description(config: Config) -> dict[str, Any]:
         described["target"] = adapter.target
     elif adapter.type == "http":
         parts = urlsplit(adapter.url or "")
-        described["url"] = urlunsplit(
-            parts._replace(netloc=parts.hostname or "" if parts.password else parts.netloc)
-        )
+        if parts.username or parts.password:  # credentials in the URL stay out of run.json
+            port = f":{parts.port}" if parts.port else ""
+            parts = parts._replace(netloc=f"{parts.hostname or ''}{port}")
+        described["url"] = urlunsplit(parts)
         described["methods"] = list(adapter.methods)
     elif adapter.type == "command":
         described["command"] = list(adapter.command or [])
@@ -137,7 +138,7 @@ class _Resumed:
     rows: dict[str, Row] = field(default_factory=dict)
 
 
-def _resume_from(resume: Path, store: Store, key: str, dataset: Dataset, config_hash: str) -> _Resumed:
+def _resume_from(resume: Path, store: Store, key: str) -> _Resumed:
     """The run to continue: its id and finished rows, from the store or else from its artifact."""
     found = store.latest_run_for(resume)
     artifact: RunArtifact | None = None
@@ -160,9 +161,11 @@ def _resume_from(resume: Path, store: Store, key: str, dataset: Dataset, config_
             f"--resume {resume}: no run of that directory in {store.path} and no {RUN_FILE} in it"
         )
     # The store is gone (another machine): the artifact's own rows are the finished cases.
-    if artifact.meta.dataset.sha256 != dataset.sha256 or artifact.meta.config_hash != config_hash:
+    meta = artifact.meta
+    shard = (meta.shard.index, meta.shard.count) if meta.shard else None
+    if run_key(meta.dataset.sha256, meta.config_hash, shard) != key:
         raise UsageError(
-            f"--resume {resume}: the dataset or config changed since that run; start a new run instead"
+            f"--resume {resume}: the dataset, config or shard changed since that run; start a new run instead"
         )
     return _Resumed(artifact.meta.run_id, {r.case_id: r for r in artifact.rows})
 
@@ -342,7 +345,7 @@ def execute_run(
     store = Store(db_path)
     judge: Any | None = None
     try:
-        resumed = _resume_from(resume, store, key, dataset, config_hash) if resume else _Resumed(new_run_id())
+        resumed = _resume_from(resume, store, key) if resume else _Resumed(new_run_id())
         wanted = {case.id for _, case in cases}
         rows_by_id = {cid: row for cid, row in resumed.rows.items() if cid in wanted}
         run_id = resumed.run_id

@@ -241,3 +241,36 @@ def test_bad_shard_specs(text: str) -> None:
 
 def test_good_shard_spec() -> None:
     assert parse_shard("3/4") == (3, 4)
+
+
+def test_resume_from_the_artifact_alone_when_the_store_is_gone(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(5))
+    write_config(tmp_path)
+    first = read_artifact(_run(tmp_path).artifact_dir)
+    for leftover in (tmp_path / ".ragproof").glob("store.sqlite*"):
+        leftover.unlink()
+    log = tmp_path / "calls.log"
+    os.environ["TINY_CALL_LOG"] = str(log)
+    try:
+        again = _run(tmp_path, resume=tmp_path / "run")
+    finally:
+        del os.environ["TINY_CALL_LOG"]
+    assert not log.exists()  # every case came from the artifact
+    assert again.meta.run_id == first.meta.run_id
+    assert comparable(read_artifact(again.artifact_dir)) == comparable(first)
+    for leftover in (tmp_path / ".ragproof").glob("store.sqlite*"):
+        leftover.unlink()
+    with pytest.raises(UsageError, match="dataset, config or shard changed"):
+        _run(tmp_path, resume=tmp_path / "run", shard=(1, 2))
+
+
+def test_url_credentials_stay_out_of_run_json() -> None:
+    from gate.config import parse_config
+    from gate.runner import adapter_description
+
+    def described(url: str) -> str:
+        config = parse_config({"dataset": "d", "adapter": {"type": "http", "url": url}}, "c.yaml")
+        return adapter_description(config)["url"]
+
+    assert described("http://user:secret@pipeline:8000/api") == "http://pipeline:8000/api"
+    assert described("http://pipeline:8000") == "http://pipeline:8000"
