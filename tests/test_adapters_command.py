@@ -139,3 +139,25 @@ def test_missing_program_is_a_usage_error(tmp_path: Path) -> None:
     adapter = _adapter(tmp_path, command=["/nonexistent/pipeline-binary"])
     with pytest.raises(UsageError, match="adapter.command: cannot start '/nonexistent/pipeline-binary'"):
         _run_all(adapter, ["ok: x"])
+
+
+def test_process_that_cannot_be_restarted_mid_run_is_a_usage_error_not_a_group(tmp_path: Path) -> None:
+    program = tmp_path / "pipeline-bin"
+    program.write_text(f"#!{sys.executable}\n" + SCRIPT.read_text())
+    program.chmod(0o755)
+    adapter = _adapter(tmp_path, command=[str(program)], retries=1)
+
+    async def go() -> BaseException:
+        await adapter.start()
+        program.unlink()  # the running process crashes next; its program is gone for the restart
+        try:
+            (result,) = await asyncio.gather(
+                adapter.run_case(Case(id="1", question="crash: x"), 2), return_exceptions=True
+            )
+        finally:
+            await adapter.close()
+        return result
+
+    result = asyncio.run(go())
+    assert isinstance(result, UsageError), result
+    assert f"adapter.command: cannot start '{program}'" in str(result)

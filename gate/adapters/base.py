@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -69,6 +70,14 @@ def parse_answer(raw: Any) -> Answer:
         raise AdapterError(f"answer result: {pydantic_message(exc)}") from None
 
 
+def _leaves(group: BaseExceptionGroup[Exception]) -> Iterator[Exception]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc
+
+
 class Adapter(ABC):
     """Runs cases through a pipeline. Used from one event loop; ``run_case`` is called concurrently."""
 
@@ -107,8 +116,10 @@ class CallAdapter(Adapter):
                 async with asyncio.TaskGroup() as group:
                     r_task = group.create_task(self.retrieve(case.question, k))
                     a_task = group.create_task(self.answer(case.question))
-            except* AdapterError as failures:
-                raise failures.exceptions[0] from None
+            except ExceptionGroup as group:
+                # The sibling call was cancelled; report the failure itself, an adapter error first.
+                leaves = list(_leaves(group))
+                raise next((e for e in leaves if isinstance(e, AdapterError)), leaves[0]) from None
             retrieved, answer = r_task.result(), a_task.result()
         elif self.supports_retrieve:  # one call: no tasks to create
             retrieved = await self.retrieve(case.question, k)
