@@ -220,6 +220,10 @@ def test_report_table_and_json(tmp_path: Path) -> None:
     assert "[all]" in lines and "[kind=unanswerable]" in lines and "[tags=topic:refunds]" in lines
     recall = next(line for line in lines if line.startswith("retrieval.recall_at_k"))
     assert recall.split()[1:] == ["1.0000", "1.0000", "1.0000", "8", "2", "0", "0"]
+    summary = read_artifact(run_dir).summary.slices["all"]["diagnostics.failure_category"]
+    assert summary.distribution
+    expected = ", ".join(f"{label}={count}" for label, count in sorted(summary.distribution.items()))
+    assert f"  diagnostics.failure_category: {expected}" in lines
     as_json = ragproof("report", "run", "--json", cwd=tmp_path, env=_env())
     document = json.loads(as_json.stdout)
     assert document["summary"] == json.loads((run_dir / "summary.json").read_text())

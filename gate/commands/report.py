@@ -65,27 +65,14 @@ def render_text(artifact: RunArtifact) -> str:
     ]
     for slice_key, metrics in summary.slices.items():
         body: list[tuple[str, ...]] = []
+        distributions: list[str] = []
         for name, m in metrics.items():
-            if m.distribution is not None:
-                mean = ", ".join(
-                    f"{_clean(label)}={count}" for label, count in sorted(m.distribution.items())
-                )
-                p50 = p95 = ""
-            else:
-                mean, p50, p95 = _number(m.mean), _number(m.p50), _number(m.p95)
-            body.append(
-                (
-                    _clean(name),
-                    mean,
-                    p50,
-                    p95,
-                    str(m.scored),
-                    str(m.skipped),
-                    str(m.not_applicable),
-                    str(m.errored),
-                )
-            )
-        out += ["", f"[{_clean(slice_key)}]", *format_table(COLUMNS, body)]
+            counts = (str(m.scored), str(m.skipped), str(m.not_applicable), str(m.errored))
+            body.append((_clean(name), _number(m.mean), _number(m.p50), _number(m.p95), *counts))
+            if m.distribution is not None:  # categorical: counts per label, never a mean
+                labels = ", ".join(f"{_clean(k)}={n}" for k, n in sorted(m.distribution.items()))
+                distributions.append(f"  {_clean(name)}: {labels or 'none'}")
+        out += ["", f"[{_clean(slice_key)}]", *format_table(COLUMNS, body), *distributions]
     return "\n".join(out) + "\n"
 
 
