@@ -115,12 +115,12 @@ class ConnectionPool:
             try:
                 conn.writer.write(request)
                 await conn.writer.drain()
-                status_line = await conn.reader.readuntil(b"\r\n")
+                head = await conn.reader.readuntil(b"\r\n\r\n")
             except (asyncio.IncompleteReadError, ConnectionError) as exc:
                 if reused and not getattr(exc, "partial", b""):
                     return None
                 raise
-            response, keep = await self._read_reply(conn.reader, status_line, max_body)
+            response, keep = await self._read_reply(conn.reader, head, max_body)
             return response
         except (asyncio.IncompleteReadError, ConnectionError, OSError) as exc:
             raise WireError(f"connection lost ({type(exc).__name__})") from None
@@ -133,23 +133,25 @@ class ConnectionPool:
                 conn.close()
 
     async def _read_reply(
-        self, reader: asyncio.StreamReader, status_line: bytes, max_body: int
+        self, reader: asyncio.StreamReader, head: bytes, max_body: int
     ) -> tuple[Response, bool]:
         try:
-            version, code = status_line.decode("latin-1").split(" ", 2)[:2]
+            status_line, _, header_block = head.decode("latin-1").partition("\r\n")
+            version, code = status_line.split(" ", 2)[:2]
             status = int(code)
         except ValueError:
             raise WireError("not an HTTP response") from None
         if not version.startswith("HTTP/1."):
             raise WireError("not an HTTP/1.x response")
-        head = await reader.readuntil(b"\r\n\r\n")
         headers: dict[str, str] = {}
-        for line in head.decode("latin-1").split("\r\n"):
+        for line in header_block.split("\r\n"):
             name, sep, value = line.partition(":")
             if sep:
                 headers[name.strip().lower()] = value.strip()
         keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+        if status in (204, 304) or 100 <= status < 200:
+            body = b""  # no body by definition (RFC 9112 section 6.3)
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
             body = await self._read_chunked(reader, max_body)
         elif "content-length" in headers:
             try:
