@@ -131,6 +131,11 @@ def test_configured_paths(server: PipelineServer) -> None:
     assert server.count("/v1/retrieve", q) == 1 and server.count("/v1/answer", q) == 1
 
 
+def test_204_is_read_as_empty_not_waited_on(server: PipelineServer) -> None:
+    with pytest.raises(AdapterError, match="POST /answer: response is not valid JSON"):
+        _run(_adapter(server.url, methods=["answer"], timeout_s=3.0), "nocontent: nothing")
+
+
 def test_chunked_reply(server: PipelineServer) -> None:
     out = _run(_adapter(server.url, methods=["answer"]), "chunked: reply")
     assert out.answer is not None and out.answer.text == "answer: chunked: reply"

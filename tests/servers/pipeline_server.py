@@ -15,6 +15,7 @@ question's first word (``behaviour: rest of the question``):
 - ``hugestream``: the same 50 MB body without Content-Length (ends when the connection closes)
 - ``bad``: HTTP 422 (a client error: no retry)
 - ``chunked``: an ok reply sent with chunked transfer encoding
+- ``nocontent``: HTTP 204 with no body and no Content-Length (the connection stays open)
 - ``stale``: an ok reply, then the server closes the connection without saying so (as an
   idle keep-alive timeout does), so the client's next request on it finds it dead
 
@@ -117,6 +118,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if behaviour == "bad":
             self._send(422, b'{"error": "question rejected"}')
+            return
+        if behaviour == "nocontent":
+            self.wfile.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+            self.wfile.flush()
             return
         if behaviour == "chunked":
             body = json.dumps({"text": f"answer: {question}"}).encode()
