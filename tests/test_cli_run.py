@@ -119,6 +119,34 @@ def test_a_blocked_plain_pipeline_call_neither_loses_the_case_nor_holds_the_exit
     assert [r.status for r in read_artifact(tmp_path / "run").rows] == ["ok", "timeout", "ok"]
 
 
+def test_command_pipeline_under_ragproof_run_cannot_read_the_tokens(tmp_path: Path) -> None:
+    script = Path(__file__).parent / "pipelines" / "jsonl_pipeline.py"
+    write_dataset(tmp_path, [{"id": "env", "question": "env: show me"}, {"id": "ok", "question": "ok: hi"}])
+    write_config(
+        tmp_path,
+        adapter={"type": "command", "command": [sys.executable, str(script)], "methods": ["answer"]},
+        judge={"api_key_env": "MY_JUDGE_KEY"},
+    )
+    secrets = {
+        "GITHUB_TOKEN": "ghs_topsecret",
+        "ACTIONS_RUNTIME_TOKEN": "rt_secret",
+        "MY_JUDGE_KEY": "sk_secret",
+    }
+    proc = ragproof("run", "--out", "run", "--no-progress", cwd=tmp_path, env=_env(**secrets))
+    assert proc.returncode == 0, proc.stderr
+    artifact = read_artifact(tmp_path / "run")
+    answer = artifact.rows[0].answer
+    assert answer is not None
+    seen = json.loads(answer.text)
+    assert "PATH" in seen  # the process did get an environment ...
+    assert not set(secrets) & set(seen)  # ... without the tokens
+    rows_text = (tmp_path / "run" / "rows.jsonl").read_text()
+    assert not any(value in rows_text for value in secrets.values())
+    assert (
+        "handling" in (tmp_path / "run" / "adapter-stderr.log").read_text()
+    )  # its stderr, kept with the run
+
+
 def test_progress_off_a_terminal_is_plain_lines(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(6))
     write_config(tmp_path)
