@@ -3,11 +3,10 @@
 Requests: ``{"question": ..., "k": ...}`` to the retrieve path, ``{"question": ...}`` to the
 answer path (the case id is never sent: a pipeline must not be able to look answers up).
 
-Client: one ``httpx.AsyncClient`` whose pool holds ``adapter.concurrency`` keep-alive
-connections, driven from the runner's event loop. A thread per request (``requests``) spends
-about 1.5 ms of CPU per call on locking and thread switches, which caps a 2-core runner near
-0.78 of the ideal throughput at concurrency 32; the event loop keeps that overhead off the
-critical path (see ``bench/throughput.py``).
+Client: :mod:`gate.adapters.httpwire`, a pool of keep-alive connections driven from the
+runner's event loop (two per case in flight when both calls are used). Why not ``requests``
+on threads or ``httpx``: see that module and docs/running.md (measured in
+``bench/throughput.py``).
 
 Failures:
 - connection errors (refused, reset, dropped mid-response), 429 and 5xx are retried up to
@@ -31,6 +30,7 @@ from gate.adapters.httpwire import BodyTooLarge, ConnectionPool, WireError
 from gate.config import AdapterConfig
 from gate.records import Answer, Chunk
 
+# 429 and the 5xx statuses that mean "try again"; 501/505 and the rest will not change.
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
