@@ -30,8 +30,10 @@ from gate.adapters.httpwire import BodyTooLarge, ConnectionPool, WireError
 from gate.config import AdapterConfig
 from gate.records import Answer, Chunk
 
-# 429 and the 5xx statuses that mean "try again"; 501/505 and the rest will not change.
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+def is_retryable(status: int) -> bool:
+    """429 (rate limited) and every 5xx are retried; other non-2xx statuses are final."""
+    return status == 429 or 500 <= status <= 599
 
 
 def _printable(raw: bytes, limit: int = 200) -> str:
@@ -120,7 +122,7 @@ class HttpAdapter(CallAdapter):
             size = f" of {exc.declared} bytes" if exc.declared is not None else ""
             raise AdapterError(f"POST {path}: response{size} exceeds max_response_bytes={exc.cap}") from None
         status = response.status
-        if status in RETRYABLE_STATUS:
+        if is_retryable(status):
             raise _Retryable(
                 f"POST {path}: HTTP {status}", retry_after_seconds(response.headers.get("retry-after"))
             )
