@@ -129,31 +129,67 @@ def _distinct_columns(matrix: np.ndarray) -> tuple[list[int], np.ndarray]:
     return first_columns, inverse
 
 
+# Denominators tried for columns whose values are small fractions (rates, k-ths, j/|gold|).
+_FRACTION_SCALES = (1, 2, 3, 4, 5, 6, 8, 10, 12, 20, 24, 30, 60, 120)
+_FLOAT32_EXACT = float(2**24)
+
+
+def _integer_scale(column: np.ndarray, bound: float) -> int | None:
+    """Smallest L making every value times L an integer, with ``max|v L| * bound < 2^24``.
+
+    Then every partial sum of counts times ``v L`` is an integer below 2^24, exact in float32
+    in any summation order, and the column's product runs at float32 speed.
+    """
+    top = float(np.max(np.abs(column), initial=0.0))
+    for scale in _FRACTION_SCALES:
+        if top * scale * bound >= _FLOAT32_EXACT:
+            return None
+        scaled = column * scale
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9):
+            return scale
+    return None
+
+
 def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """Resample statistics (resamples x columns) from the shared count blocks."""
-    n_units = sums.shape[0]
+    """Resample statistics (resamples x columns) from the shared count blocks.
+
+    Two exact products per task: float32 for the denominators (integer weights) and for columns
+    of small fractions (binary scores, k-ths), float64 on the exact grid for the rest.
+    """
+    n_units, q = sums.shape
+    # Every product sums at most n_units draws of one unit: |partial sums| <= n_units * max|x|.
+    bound = n_units * max(float(weights.max(initial=1.0)), 1.0)
     # Identical weight columns (same pair set) share one denominator product.
     first_columns, inverse = _distinct_columns(weights)
-    rhs = np.hstack([sums, weights[:, first_columns]])
-    q = sums.shape[1]
+    scales = [_integer_scale(sums[:, j], bound) for j in range(q)]
+    fast = [j for j in range(q) if scales[j] is not None]
+    slow = [j for j in range(q) if scales[j] is None]
+    fast_scale = np.array([scales[j] for j in fast], dtype=np.float64)
+    single = np.float32 if bound < _FLOAT32_EXACT else np.float64
+    fast_rhs = np.hstack([np.round(sums[:, fast] * fast_scale), weights[:, first_columns]]).astype(single)
+    slow_rhs = sums[:, slow]
     n_blocks = -(-resamples // BLOCK)
     per_task = max(1, TASK_CELLS // (BLOCK * n_units))
     tasks = [range(s, min(s + per_task, n_blocks)) for s in range(0, n_blocks, per_task)]
 
     def run(blocks: range) -> np.ndarray:
         sizes = [min(BLOCK, resamples - b * BLOCK) for b in blocks]
-        counts = np.empty((sum(sizes), n_units))
+        counts = np.empty((sum(sizes), n_units), dtype=single)
         start = 0
         for b, rows in zip(blocks, sizes, strict=True):
             _block_counts(seed, b, counts[start : start + rows])
             start += rows
-        product = counts @ rhs
-        num, den = product[:, :q], product[:, q:][:, inverse]
+        product = (counts @ fast_rhs).astype(np.float64)
+        num = np.empty((counts.shape[0], q))
+        num[:, fast] = product[:, : len(fast)] / fast_scale
+        if slow:
+            num[:, slow] = counts.astype(np.float64) @ slow_rhs
+        den = product[:, len(fast) :][:, inverse]
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
-    # A running task holds about 12 bytes per count cell (32-bit draws and float counts).
-    task_bytes = 12 * BLOCK * min(per_task, n_blocks) * n_units
+    # A running task holds about 16 bytes per count cell (draws, float32 counts, a float64 copy).
+    task_bytes = 16 * BLOCK * min(per_task, n_blocks) * n_units
     workers = min(MAX_WORKERS, len(tasks), max(1, MEMORY_BUDGET // task_bytes))
     if workers <= 1:
         results = [run(t) for t in tasks]

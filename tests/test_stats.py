@@ -178,6 +178,25 @@ def test_missing_values_drop_pairs():
         paired_bootstrap([1.0], [1.0, 0.0])
 
 
+def test_fraction_columns_match_the_float64_path(monkeypatch):
+    rng = np.random.default_rng(21)
+    data = np.column_stack(
+        [(rng.random(900) < 0.6) * 1.0 - (rng.random(900) < 0.5), rng.integers(0, 6, 900) / 5]
+    )
+    data = data.astype(float)
+    data[::9, 1] = np.nan
+    assert stats._integer_scale(np.array([1.0, -1.0, 0.0]), 900) == 1
+    assert stats._integer_scale(np.array([0.2, -0.4, 0.6]), 900) == 5
+    assert stats._integer_scale(np.array([0.1234567]), 900) is None
+    assert stats._integer_scale(np.array([1.0]), 2**24) is None  # sums could leave float32's exact range
+    fast = bootstrap_means(data, resamples=500, seed=8)
+    monkeypatch.setattr(stats, "_FRACTION_SCALES", ())  # force the float64 product
+    slow = bootstrap_means(data, resamples=500, seed=8)
+    assert np.allclose(fast.lo, slow.lo, rtol=0, atol=1e-12)
+    assert np.allclose(fast.hi, slow.hi, rtol=0, atol=1e-12)
+    assert np.allclose(fast.se, slow.se, rtol=0, atol=1e-12)
+
+
 def test_columns_share_resamples_and_batching_does_not_change_results(monkeypatch):
     rng = np.random.default_rng(9)
     data = rng.random((700, 5))
@@ -198,7 +217,10 @@ def test_columns_share_resamples_and_batching_does_not_change_results(monkeypatc
 _DIGEST = """
 import hashlib, numpy as np
 from gate.stats import bootstrap_means
-data = np.random.default_rng(0).random((3000, 37)) * 3 - 1
+dense = np.random.default_rng(0).random((3000, 37)) * 3 - 1
+# binary and fifths columns take the float32 path, the rest the float64 one
+data = np.column_stack([dense, (dense[:, :5] > 0).astype(float), np.round(dense[:, 5:9] * 5) / 5])
+data[::7, 38] = np.nan
 r = bootstrap_means(data, resamples=700, seed=3, clusters=np.arange(3000) // 3)
 s = bootstrap_means(data, resamples=700, seed=3)
 print(hashlib.sha256(r.lo.tobytes() + r.hi.tobytes() + s.lo.tobytes() + s.hi.tobytes()).hexdigest())
