@@ -26,6 +26,9 @@ binary grid fine enough (at least 2^-52 of the largest possible resample sum) th
 count-weighted sum is exact in float64: the matrix product gives the same bits whatever
 summation order the BLAS library or its thread count chooses. The rounding moves a value by
 less than 1e-9 of the column's largest magnitude; point estimates use the unrounded values.
+Denominators (integer counts) and columns of small fractions (0/1 scores, k-ths: values times
+a small L are integers) are multiplied as integers in float32, exact while every partial sum
+stays below 2^24, at twice the speed; the rest in float64.
 
 Memory: a task holds one group of count blocks (about ``TASK_CELLS`` cells, at least one
 block; 8 bytes a cell for the counts plus 4 for one block's draws), worker threads are limited so that
