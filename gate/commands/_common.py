@@ -25,3 +25,8 @@ def resolve(env: Environment, path: str | Path) -> Path:
     """A command-line path, relative to the working directory."""
     p = Path(path)
     return p if p.is_absolute() else env.cwd / p
+
+
+def count(n: int, noun: str) -> str:
+    """``3 cases``, ``1 case``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

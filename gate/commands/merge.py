@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gate.commands._common import resolve
+from gate.commands._common import count, resolve
 from gate.environment import Environment
 
 HELP = "merge the shard artifacts of one run into one artifact"
@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     meta, rows = merge_artifacts(parts)
     summary = summarize(rows, list(meta.metrics), list(meta.slices))
     out_dir = write_artifact(resolve(env, args.out), meta, rows, summary)
-    print(f"{meta.status}: merged {len(parts)} parts, {len(rows)} cases -> {out_dir}")
+    print(f"{meta.status}: merged {count(len(parts), 'part')}, {count(len(rows), 'case')} -> {out_dir}")
     if meta.status != "complete":
         print(f"ragproof: merged run is {meta.status}", file=sys.stderr)
     return 0

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from gate.commands._common import resolve
+from gate.commands._common import count, resolve
 from gate.environment import Environment
 from gate.errors import UsageError
 
@@ -53,7 +53,7 @@ def render_text(artifact: RunArtifact) -> str:
     shard = f", shard {meta.shard.index}/{meta.shard.count}" if meta.shard else ""
     out = [
         f"run {_clean(meta.run_id)} ({meta.status}{shard}), created {_clean(meta.created_at)}",
-        f"dataset {_clean(meta.dataset.path)} sha256 {meta.dataset.sha256[:12]}: {summary.cases} cases, "
+        f"dataset {_clean(meta.dataset.path)} sha256 {meta.dataset.sha256[:12]}: {count(summary.cases, 'case')}, "
         f"{summary.failures} failed"
         + (
             f" (adapter failure rate {summary.adapter_failure_rate:.4f})"

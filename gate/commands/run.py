@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gate.commands._common import add_config_argument, load_config_from_args, resolve
+from gate.commands._common import add_config_argument, count, load_config_from_args, resolve
 from gate.environment import Environment
 from gate.errors import UsageError
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     meta = outcome.meta
     failed = f", {outcome.failures} failed" if outcome.failures else ""
     print(
-        f"{outcome.status}: {outcome.cases} cases{failed} in {meta.wall_time_s:.1f} s; "
+        f"{outcome.status}: {count(outcome.cases, 'case')}{failed} in {meta.wall_time_s:.1f} s; "
         f"run {meta.run_id} -> {outcome.artifact_dir}"
     )
     if outcome.status != "complete":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gate.commands._common import add_config_argument, load_config_from_args
+from gate.commands._common import add_config_argument, count, load_config_from_args
 from gate.environment import Environment
 
 HELP = "check ragproof.yaml and the dataset (calls nothing)"
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     for warning in warnings:
         print(f"ragproof: warning: {warning}", file=sys.stderr)
     print(
-        f"ok: {args.config}: {len(dataset)} cases (dataset sha256 {dataset.sha256[:12]}), "
+        f"ok: {args.config}: {count(len(dataset), 'case')} (dataset sha256 {dataset.sha256[:12]}), "
         f"adapter {config.adapter.type}, {len(metric_names)} metrics"
     )
     return 0
