@@ -209,10 +209,14 @@ def test_unknown_metric_is_exit_64(tmp_path: Path) -> None:
 
 def test_validate_calls_nothing(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(5))
-    write_config(tmp_path, adapter={"type": "python", "target": "module_that_would_fail_to_import:x"})
+    (tmp_path / "explosive.py").write_text("raise SystemExit('imported!')\n")
+    write_config(tmp_path, adapter={"type": "python", "target": "explosive:make"})
     proc = ragproof("validate", cwd=tmp_path, env=_env())
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ok: ragproof.yaml: 5 cases (dataset sha256 ")
+    write_config(tmp_path, adapter={"type": "python", "target": "explosiv:make"})
+    line = _one_line_error(ragproof("validate", cwd=tmp_path, env=_env()), 64)
+    assert "adapter.target: module 'explosiv' not found" in line
 
 
 def test_validate_checks_the_replay_file(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
+from importlib.machinery import PathFinder
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -91,6 +93,13 @@ def check_adapter(config: Config, env: Environment, case_ids: list[str]) -> list
         assert adapter.target is not None
         if not _TARGET.match(adapter.target):
             raise UsageError(f"adapter.target: expected 'module:attr', got {adapter.target!r}")
+        # Locate the top-level module without importing it (importing would run its code).
+        top = adapter.target.split(":")[0].split(".")[0]
+        search = [str(config.base_dir.resolve()), str(env.cwd.resolve()), *sys.path]
+        if top not in sys.builtin_module_names and PathFinder.find_spec(top, search) is None:
+            raise UsageError(
+                f"adapter.target: module {top!r} not found next to the config or in the working directory"
+            )
     elif adapter.type == "http":
         parts = urlsplit(adapter.url or "")
         if parts.scheme not in {"http", "https"} or not parts.hostname:
