@@ -262,6 +262,15 @@ def test_report_table_and_json(tmp_path: Path) -> None:
     assert document["run"]["run_id"] == read_artifact(run_dir).meta.run_id
 
 
+def test_report_lists_the_metric_names_run_metrics_accepts(tmp_path: Path) -> None:
+    from gate.scoring import select_metrics
+
+    proc = ragproof("report", "--list-metrics", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == select_metrics("all")
+    assert "must give" not in _one_line_error(ragproof("report", cwd=tmp_path, env=_env()), 64)
+
+
 def test_report_html(tmp_path: Path) -> None:
     _finished_run(tmp_path)
     proc = ragproof("report", "run", "--html", "report.html", cwd=tmp_path, env=_env())

@@ -19,7 +19,10 @@ COLUMNS = ("metric", "mean", "p50", "p95", "scored", "skipped", "n/a", "errored"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("run_path", metavar="RUN", help="run artifact directory or .zip")
+    parser.add_argument("run_path", metavar="RUN", nargs="?", help="run artifact directory or .zip")
+    parser.add_argument(
+        "--list-metrics", action="store_true", help="list the metric names run.metrics accepts"
+    )
     parser.add_argument(
         "--json", action="store_true", help="print run.json and summary.json as one JSON object"
     )
@@ -76,9 +79,29 @@ def render_text(artifact: RunArtifact) -> str:
     return "\n".join(out) + "\n"
 
 
+def list_metrics() -> str:
+    """One line per registered metric: name, kind, direction, description."""
+    from gate.metrics import registry
+
+    specs = registry().values()
+    width = max(len(spec.name) for spec in specs)
+    lines = []
+    for spec in specs:
+        direction = "categorical" if spec.categorical else ("higher" if spec.higher_is_better else "lower")
+        lines.append(
+            f"{spec.name.ljust(width)}  {spec.kind:<13}  {direction:<11}  {spec.description}".rstrip()
+        )
+    return "\n".join(lines) + "\n"
+
+
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.artifact import read_artifact
 
+    if args.list_metrics:
+        print(list_metrics(), end="")
+        return 0
+    if args.run_path is None:
+        raise UsageError("report: give a RUN (artifact directory or .zip), or --list-metrics")
     artifact = read_artifact(resolve(env, args.run_path))
     if args.html:
         try:
