@@ -268,7 +268,7 @@ def test_report_lists_the_metric_names_run_metrics_accepts(tmp_path: Path) -> No
     proc = ragproof("report", "--list-metrics", cwd=tmp_path, env=_env())
     assert proc.returncode == 0, proc.stderr
     assert [line.split()[0] for line in proc.stdout.splitlines()] == select_metrics("all")
-    assert "must give" not in _one_line_error(ragproof("report", cwd=tmp_path, env=_env()), 64)
+    assert "give a RUN" in _one_line_error(ragproof("report", cwd=tmp_path, env=_env()), 64)
 
 
 def test_report_html(tmp_path: Path) -> None:
