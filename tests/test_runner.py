@@ -150,24 +150,25 @@ def test_four_shards_partition_the_cases_and_merge_to_the_unsharded_run(tmp_path
     assert meta.dataset == whole.meta.dataset and meta.config_hash == whole.meta.config_hash
 
 
-def test_resume_of_a_finished_run_calls_nothing(tmp_path: Path) -> None:
+def _log_pipeline_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Have the in-process tiny pipeline (which reads its own process environment) log its calls."""
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("TINY_CALL_LOG", str(log))
+    return log
+
+
+def test_resume_of_a_finished_run_calls_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_dataset(tmp_path, make_cases(6))
     write_config(tmp_path)
     first = _run(tmp_path)
-    log = tmp_path / "calls.log"
-    config = load_config(tmp_path / "ragproof.yaml")
-    env = _env(tmp_path, TINY_CALL_LOG=str(log))
-    os.environ["TINY_CALL_LOG"] = str(log)  # the in-process pipeline reads its own process environment
-    try:
-        again = execute_run(config, env, tmp_path / "run", resume=tmp_path / "run", progress=False)
-    finally:
-        del os.environ["TINY_CALL_LOG"]
+    log = _log_pipeline_calls(monkeypatch, tmp_path)
+    again = _run(tmp_path, resume=tmp_path / "run")
     assert not log.exists()
     assert again.meta.run_id == first.meta.run_id
     assert comparable(read_artifact(again.artifact_dir)) == comparable(read_artifact(first.artifact_dir))
 
 
-def test_resume_runs_only_the_missing_cases(tmp_path: Path) -> None:
+def test_resume_runs_only_the_missing_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cases = make_cases(6)
     write_dataset(tmp_path, cases)
     write_config(tmp_path)
@@ -181,12 +182,8 @@ def test_resume_runs_only_the_missing_cases(tmp_path: Path) -> None:
     )
     store._conn.commit()
     store.close()
-    log = tmp_path / "calls.log"
-    os.environ["TINY_CALL_LOG"] = str(log)
-    try:
-        resumed = _run(tmp_path, resume=tmp_path / "run")
-    finally:
-        del os.environ["TINY_CALL_LOG"]
+    log = _log_pipeline_calls(monkeypatch, tmp_path)
+    resumed = _run(tmp_path, resume=tmp_path / "run")
     called = {line.split("\t")[1].split(":")[0] for line in log.read_text().splitlines()}
     assert called == {"Q1", "Q4"}
     assert comparable(read_artifact(resumed.artifact_dir)) == comparable(reference)
@@ -243,18 +240,16 @@ def test_good_shard_spec() -> None:
     assert parse_shard("3/4") == (3, 4)
 
 
-def test_resume_from_the_artifact_alone_when_the_store_is_gone(tmp_path: Path) -> None:
+def test_resume_from_the_artifact_alone_when_the_store_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_dataset(tmp_path, make_cases(5))
     write_config(tmp_path)
     first = read_artifact(_run(tmp_path).artifact_dir)
     for leftover in (tmp_path / ".ragproof").glob("store.sqlite*"):
         leftover.unlink()
-    log = tmp_path / "calls.log"
-    os.environ["TINY_CALL_LOG"] = str(log)
-    try:
-        again = _run(tmp_path, resume=tmp_path / "run")
-    finally:
-        del os.environ["TINY_CALL_LOG"]
+    log = _log_pipeline_calls(monkeypatch, tmp_path)
+    again = _run(tmp_path, resume=tmp_path / "run")
     assert not log.exists()  # every case came from the artifact
     assert again.meta.run_id == first.meta.run_id
     assert comparable(read_artifact(again.artifact_dir)) == comparable(first)
