@@ -213,18 +213,17 @@ def _metric_names(baseline: RunArtifact, candidate: RunArtifact) -> list[str]:
     return sorted(seen, key=lambda n: (order.get(n, len(order)), n))
 
 
-def _values(rows: list[Row], name: str) -> np.ndarray:
-    out = np.full(len(rows), np.nan)
+def _score_table(rows: list[Row], names: list[str]) -> dict[str, np.ndarray]:
+    """metric -> per-row scores (NaN where not scored or where the case failed), in one pass."""
+    table = {name: np.full(len(rows), np.nan) for name in names}
     for i, row in enumerate(rows):
-        result = row.metrics.get(name)
-        if (
-            row.status == "ok"
-            and result is not None
-            and result.status == "scored"
-            and result.value is not None
-        ):
-            out[i] = result.value
-    return out
+        if row.status != "ok":
+            continue
+        for name, result in row.metrics.items():
+            column = table.get(name)
+            if column is not None and result.status == "scored" and result.value is not None:
+                column[i] = result.value
+    return table
 
 
 def _direction(name: str, baseline: RunArtifact, candidate: RunArtifact) -> tuple[bool | None, bool, bool]:
@@ -348,14 +347,16 @@ def compare_runs(
     levels: dict[str, np.ndarray] = {}
     base_levels: dict[str, np.ndarray] = {}
     policies: dict[str, MetricPolicy] = {}
-    for name in _metric_names(baseline, candidate):
+    names = _metric_names(baseline, candidate)
+    base_table, cand_table = _score_table(base_rows, names), _score_table(cand_rows, names)
+    for name in names:
         hib, by_default, categorical = _direction(name, baseline, candidate)
         policy = metric_policy(
             name, gate_config, higher_is_better=hib, gate_by_default=by_default, categorical=categorical
         )
         if categorical:
             continue
-        b, c = _values(base_rows, name), _values(cand_rows, name)
+        b, c = base_table[name], cand_table[name]
         paired = ~np.isnan(b) & ~np.isnan(c)
         if not paired.any() and np.isnan(b).all() and np.isnan(c).all():
             continue  # never scored in either run (e.g. a judge metric without a judge)
