@@ -107,15 +107,19 @@ def _exact_grid(values: np.ndarray, max_multiplier: float) -> np.ndarray:
     return out
 
 
-def _unit_sums(values: np.ndarray, present: np.ndarray, codes: np.ndarray | None, n_units: int):
-    """Per-unit sums of values and counts of present values (units x columns)."""
+def _unit_sums(
+    values: np.ndarray, present: np.ndarray, codes: np.ndarray | None, n_units: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-unit sums of values and counts of present values (units x columns).
+
+    ``codes`` number the units 0..n_units-1 in order of first appearance, so after a stable
+    sort the runs of equal codes are the units in order.
+    """
     if codes is None:
         return values, present
-    sums = np.zeros((n_units, values.shape[1]))
-    weights = np.zeros((n_units, values.shape[1]))
-    np.add.at(sums, codes, values)
-    np.add.at(weights, codes, present)
-    return sums, weights
+    order = np.argsort(codes, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(codes[order]) != 0])
+    return np.add.reduceat(values[order], starts, axis=0), np.add.reduceat(present[order], starts, axis=0)
 
 
 def _distinct_columns(matrix: np.ndarray) -> tuple[list[int], np.ndarray]:
