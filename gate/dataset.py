@@ -197,7 +197,9 @@ def write_cases(path: Path, cases: list[Case] | tuple[Case, ...]) -> None:
     """
     records = [case.model_dump(mode="json", exclude_defaults=True) for case in cases]
     if path.suffix.lower() in {".yaml", ".yml"}:
-        text = yaml.safe_dump({"cases": records}, sort_keys=False, allow_unicode=True)
+        # allow_unicode=True lets PyYAML emit U+0085 / U+2028 raw inside single-quoted
+        # scalars, which its own loader then folds to spaces: escaped output round-trips.
+        text = yaml.safe_dump({"cases": records}, sort_keys=False, allow_unicode=False)
     else:
         text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records)
     tmp = path.with_name(f".{path.name}.tmp")
