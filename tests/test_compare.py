@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from gate_runs import artifact, binary_pair, judge, meta, row
@@ -256,3 +257,16 @@ def test_top_drops_and_categorical_metrics():
     assert list(result.top_drops[0].drops) == [HIT, "answer.token_f1"]
     assert result.top_drops[0].drops["answer.token_f1"] == pytest.approx(0.5)
     assert not any(g.metric == "diagnostics.failure_category" for g in result.gates)
+
+
+def test_json_document_fields_are_documented():
+    from pathlib import Path
+
+    from gate.compare import CaseDrop, DatasetChange, GateResult, RunCounts, RunIdentity, Settings
+
+    doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
+    for model in (Comparison, GateResult, RunIdentity, RunCounts, DatasetChange, Settings, CaseDrop):
+        for field in model.model_fields:
+            assert re.search(rf"`{field}(`|\[\]`|\.)", doc), (
+                f"{model.__name__}.{field} missing from docs/gate.md"
+            )
