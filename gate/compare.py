@@ -405,9 +405,12 @@ def compare_runs(
     )
     clusters = _cluster_labels(cand_rows, gate_config.cluster_by) if gate_config.cluster_by else None
 
+    # Gates of one batch share one resampling pass; a batch's columns (cases x up to two per
+    # gate, a few working copies) stay within tens of MB whatever the case count.
+    per_batch = max(16, min(COLUMN_GROUP // 2, (1 << 21) // n))
     results = [
         _decide_batch(batch, diffs, levels, base_levels, gate_config, level, clusters)
-        for batch in (gates[i : i + COLUMN_GROUP // 2] for i in range(0, len(gates), COLUMN_GROUP // 2))
+        for batch in (gates[i : i + per_batch] for i in range(0, len(gates), per_batch))
     ]
     gate_results = [g for batch in results for g in batch]
     overall = overall_decision(g.decision for g in gate_results if g.gating)

@@ -33,7 +33,7 @@ stays below 2^24, at twice the speed; the rest in float64.
 Memory: a task holds one group of count blocks (about ``TASK_CELLS`` cells, at least one
 block; 8 bytes a cell for the counts plus 4 for one block's draws), worker threads are limited so that
 running tasks stay under ``MEMORY_BUDGET``, and the resample statistics are ``resamples x
-columns`` floats for at most ``COLUMN_GROUP`` columns at a time: at 100,000 cases and 10,000
+columns`` floats for at most ``COLUMN_GROUP`` (1,024) columns at a time: at 100,000 cases and 10,000
 resamples peak use stays near 300 MB.
 """
 
@@ -52,7 +52,7 @@ import numpy as np
 
 BLOCK = 64  # resamples per independent random stream
 TASK_CELLS = 1 << 21  # counts held by one task (blocks grouped up to about this many cells)
-COLUMN_GROUP = 256  # columns whose resample statistics are held at once
+COLUMN_GROUP = 1024  # columns whose resample statistics are held at once
 MAX_WORKERS = min(4, os.cpu_count() or 1)  # threads drawing and multiplying count blocks
 MEMORY_BUDGET = 320 << 20  # bytes of count matrices alive at once across worker threads
 
