@@ -103,11 +103,6 @@ def family_confidence(confidence: float, family_size: int) -> float:
     return 1 - (1 - confidence) / max(family_size, 1)
 
 
-def slice_dimension(key: str) -> str:
-    """``kind=qa`` -> ``kind``; ``tags=topic:billing`` -> ``tags``; ``all`` -> ``all``."""
-    return key.split("=", 1)[0]
-
-
 def slice_gates(key: str, gate_config: GateConfig) -> bool:
     """Whether decisions on slice ``key`` count toward the overall decision.
 
