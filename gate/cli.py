@@ -6,7 +6,7 @@ Each command lives in its own module under ``gate/commands/`` exposing::
     def add_arguments(parser: argparse.ArgumentParser) -> None
     def run(args: argparse.Namespace, env: Environment) -> int   # exit code
 
-Command modules import heavy dependencies (numpy, scipy, httpx) inside ``run`` so that
+Command modules import heavy dependencies (numpy, scipy, jinja2) inside ``run`` so that
 ``ragproof --help`` and the argument parser stay fast.
 """
 
