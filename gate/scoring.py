@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from gate.dataset import Case
 from gate.errors import UsageError
 from gate.metrics import registry
-from gate.metrics.base import MetricResult, ScoringContext
+from gate.metrics.base import REGISTRY, MetricResult, MetricSpec, ScoringContext
 from gate.records import CaseOutput
 
 
@@ -32,6 +34,14 @@ def select_metrics(names: Literal["all"] | Sequence[str]) -> list[str]:
     return [n for n in known if n in chosen]
 
 
+@lru_cache(maxsize=64)
+def _selected_specs(names: tuple[str, ...], registered: int) -> tuple[MetricSpec, ...]:
+    # ``registered`` (the registry's size) is part of the key so a metric registered later
+    # (a metric module imported after the first call) is never missed.
+    specs = registry()
+    return tuple(specs[name] for name in select_metrics(list(names)))
+
+
 def score_case(
     case: Case, output: CaseOutput, ctx: ScoringContext, metric_names: Sequence[str]
 ) -> dict[str, MetricResult]:
@@ -39,7 +49,13 @@ def score_case(
 
     Preconditions (case kind, retrieve(), answer, expected fields, context, judge) are checked by
     each metric's spec, so a metric that cannot run reports why instead of a number.
+
+    Later metrics see the case's earlier results in ``ctx.extras["results"]`` (the dict being
+    filled, in registry order), so a composite reads its components instead of recomputing
+    them. The caller's ``ctx`` is left untouched: the results live in a per-case copy.
     """
-    specs = registry()
-    order = select_metrics(list(metric_names))
-    return {name: specs[name].score(case, output, ctx) for name in order}
+    results: dict[str, MetricResult] = {}
+    case_ctx = dataclasses.replace(ctx, extras={**ctx.extras, "results": results})
+    for spec in _selected_specs(tuple(metric_names), len(REGISTRY)):
+        results[spec.name] = spec.score(case, output, case_ctx)
+    return results

@@ -93,3 +93,35 @@ def test_registry_order_does_not_depend_on_import_order() -> None:
     assert order == list(registry())
     assert order[:5] == CORE[:5]
     assert [n for n in order if n in CORE] == CORE
+
+
+def test_later_metrics_see_the_case_results_so_far_and_the_callers_ctx_is_untouched() -> None:
+    case = make_case(expected_answer="thirty days")
+    out = make_output(None, answer="within thirty days")
+    weights = {"answer.token_f1": 1.0, "answer.exact_match": 1.0}
+    ctx = ScoringContext(extras={"composite_weights": weights})
+    results = score_case(
+        case, out, ctx, ["composite.trust_arithmetic", "answer.token_f1", "answer.exact_match"]
+    )
+    assert list(results) == ["answer.exact_match", "answer.token_f1", "composite.trust_arithmetic"]
+    # token F1 = 0.8 (precision 2/3, recall 1), exact match 0: the composite is their mean
+    assert results["composite.trust_arithmetic"].value == pytest.approx(0.4, abs=1e-12)
+    assert ctx.extras == {"composite_weights": weights}
+    # a component the run did not select is computed by the composite's fallback
+    only_f1 = score_case(case, out, ctx, ["answer.token_f1", "composite.trust_arithmetic"])
+    assert list(only_f1) == ["answer.token_f1", "composite.trust_arithmetic"]
+    assert only_f1["composite.trust_arithmetic"].value == pytest.approx(0.4, abs=1e-12)
+
+
+def test_score_case_resolves_the_selection_once_and_still_validates_it() -> None:
+    from gate.scoring import _selected_specs
+
+    case, out = make_case(expected_source_ids=["a"]), make_output(["a"])
+    names = ["retrieval.mrr", "retrieval.recall_at_k"]
+    first = score_case(case, out, ScoringContext(), names)
+    hits = _selected_specs.cache_info().hits
+    second = score_case(case, out, ScoringContext(), names)
+    assert _selected_specs.cache_info().hits == hits + 1
+    assert first == second and list(first) == ["retrieval.recall_at_k", "retrieval.mrr"]
+    with pytest.raises(UsageError, match="unknown metric 'retrieval.map'"):
+        score_case(case, out, ScoringContext(), ["retrieval.map"])

@@ -14,12 +14,13 @@ renormalised, never scored as 0; with no defined component the case is skipped. 
 lower-is-better component (e.g. robustness.overrefusal) enters as 1 - v.
 
 Mechanism: metric functions see only (case, output, ctx). A component already computed for
-this case is taken from ``ctx.extras["results"]`` (``dict[str, MetricResult]``) when the
-caller provides it (``gate.judge.rescore`` does); any other component is computed here through
-the registry. That costs no extra judge call: the judge session answers a repeated (prompt,
-input) from memory, failures included. The weights come from
-``ctx.extras["composite_weights"]`` (``composite.weights`` of ragproof.yaml). This module is
-last in ``METRIC_MODULES``.
+this case is taken from ``ctx.extras["results"]`` (``dict[str, MetricResult]``), which
+``gate.scoring.score_case`` fills in registry order and ``gate.judge.rescore`` provides; this
+module is last in ``METRIC_MODULES`` so every selected component comes before it. A component
+the run did not select is computed here through the registry (the fallback). That costs no
+extra judge call: the judge session answers a repeated (prompt, input) from memory, failures
+included. The weights come from ``ctx.extras["composite_weights"]`` (``composite.weights`` of
+ragproof.yaml).
 """
 
 from __future__ import annotations
