@@ -39,11 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve_path(env: Environment, value: str) -> Path:
-    path = Path(value)
-    return path if path.is_absolute() else env.cwd / path
-
-
 def write_text(path: Path, text: str, what: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,25 +49,24 @@ def write_text(path: Path, text: str, what: str) -> None:
 
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.artifact import read_artifact
+    from gate.commands._common import resolve
     from gate.compare import compare_runs
     from gate.config import GateConfig, load_config
     from gate.decide import exit_code_for
     from gate.report.html import render_compare_html
     from gate.report.markdown import render_markdown
 
-    gate_config = (
-        load_config(resolve_path(env, args.config), env.variables).gate if args.config else GateConfig()
-    )
-    baseline = read_artifact(resolve_path(env, args.baseline))
-    candidate = read_artifact(resolve_path(env, args.candidate))
+    gate_config = load_config(resolve(env, args.config), env.variables).gate if args.config else GateConfig()
+    baseline = read_artifact(resolve(env, args.baseline))
+    candidate = read_artifact(resolve(env, args.candidate))
     comparison = compare_runs(baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges)
     if args.json:
-        write_text(resolve_path(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
+        write_text(resolve(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
     if args.markdown:
-        write_text(resolve_path(env, args.markdown), render_markdown(comparison), "Markdown report")
+        write_text(resolve(env, args.markdown), render_markdown(comparison), "Markdown report")
     if args.html:
         write_text(
-            resolve_path(env, args.html), render_compare_html(comparison, baseline, candidate), "HTML report"
+            resolve(env, args.html), render_compare_html(comparison, baseline, candidate), "HTML report"
         )
     print(summary_line(comparison))
     return exit_code_for(comparison.overall, args.fail_on or gate_config.fail_on)

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import gate
-from gate.commands.compare import resolve_path, write_text
+from gate.commands.compare import summary_line, write_text
 from gate.environment import Environment
 from gate.errors import EXIT_OK, UsageError
 
@@ -49,6 +49,7 @@ def _offline(env: Environment) -> Environment:
 
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.artifact import read_artifact
+    from gate.commands._common import resolve
     from gate.compare import compare_runs
     from gate.config import load_config
     from gate.report.html import render_compare_html
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.runner import execute_run
 
     folder = demo_dir()
-    out = resolve_path(env, args.out)
+    out = resolve(env, args.out)
     env = _offline(env)
     artifacts = {}
     for role, name in (("baseline", "ragproof.yaml"), ("candidate", "candidate.yaml")):
@@ -75,8 +76,6 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     write_text(paths["comment"], render_markdown(comparison), "Markdown report")
     write_text(paths["decision"], comparison.model_dump_json(indent=2) + "\n", "decision JSON")
     write_text(paths["report"], render_compare_html(comparison, baseline, candidate), "HTML report")
-    from gate.commands.compare import summary_line
-
     print(summary_line(comparison))
     for label, path in paths.items():
         print(f"  {label:9} {path}")
