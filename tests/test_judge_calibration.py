@@ -20,6 +20,7 @@ from gate.judge.calibration import (
     agreement,
     band,
     load_fixtures,
+    passes,
     score_fixture,
 )
 from gate.judge.templates import PROMPTS_DIR
@@ -41,6 +42,28 @@ def test_agreement_statistics_exact() -> None:
     assert r.disagreements == ["b", "c", "f"]
     # kappa over the 5 labelled pairs: p_o = 3/5; p_e = (2/5*2/5) + (1/5*2/5) + (2/5*1/5) = 8/25
     assert r.kappa == pytest.approx((3 / 5 - 8 / 25) / (1 - 8 / 25), abs=1e-12)
+
+
+def _ten(exact: int, one_band_off: int) -> object:
+    # ten items of the top band: `exact` agree, `one_band_off` are judged 0.5, the rest 0
+    judged = [1.0] * exact + [0.5] * one_band_off + [0.0] * (10 - exact - one_band_off)
+    return agreement("claims", [1.0] * 10, judged, [f"f{i}" for i in range(10)])
+
+
+def test_default_thresholds_are_70_percent_exact_and_90_percent_within_band() -> None:
+    from gate.config import CalibrationConfig
+
+    defaults = CalibrationConfig()
+    assert (defaults.min_exact, defaults.min_within_band) == (0.70, 0.90)
+    at_both = _ten(exact=7, one_band_off=2)
+    assert (at_both.exact, at_both.within_band) == (0.7, 0.9)
+    assert passes([at_both], defaults.min_exact, defaults.min_within_band) is True
+    below_exact = _ten(exact=6, one_band_off=3)  # within band still 90%
+    assert passes([below_exact], defaults.min_exact, defaults.min_within_band) is False
+    below_within = _ten(exact=7, one_band_off=1)  # exact still 70%, within band 80%
+    assert passes([below_within], defaults.min_exact, defaults.min_within_band) is False
+    # every prompt must pass: one failing prompt fails the run
+    assert passes([at_both, below_within], defaults.min_exact, defaults.min_within_band) is False
 
 
 def test_bundled_fixtures_cover_every_prompt_with_every_band() -> None:

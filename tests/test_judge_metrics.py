@@ -281,3 +281,24 @@ def test_reused_verdict_records_no_calls(server: JudgeServer, ctx: ScoringContex
     assert score("generation.groundedness", case, output, ctx).judge["calls"] == 1
     shared = score("judge.context_precision", case, output, ctx).judge
     assert (shared["calls"], shared["reused"]) == (0, True)
+
+
+def test_judge_error_is_excluded_from_the_mean_and_counted_in_errors(
+    server: JudgeServer, ctx: ScoringContext
+) -> None:
+    from gate.aggregate import summarize
+    from gate.artifact import Row
+    from gate.scoring import score_case
+
+    name = "generation.groundedness"
+    server.script(reply(claims(True, False)), reply("not json"), reply({"claims": "still wrong"}))
+    rows = []
+    for case_id in ("ok", "bad"):
+        case = make_case(id=case_id, question=f"Question {case_id}?")
+        rows.append(
+            Row(case_id=case_id, kind="qa", status="ok", metrics=score_case(case, answered(), ctx, [name]))
+        )
+    assert [r.metrics[name].status for r in rows] == ["scored", "judge_error"]
+    assert server.count == 3  # one call, then one call and exactly one repair retry
+    m = summarize(rows, [name], []).slices["all"][name]
+    assert (m.mean, m.p50, m.p95, m.scored, m.errored) == (0.5, 0.5, 0.5, 1, 1)

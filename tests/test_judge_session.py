@@ -186,18 +186,23 @@ def test_identical_task_in_one_session_is_judged_once(server: JudgeServer, store
     assert server.count == 1 and again.record["reused"] is True
 
 
-def test_budget_checked_before_every_call(server: JudgeServer, store: Path) -> None:
-    # each call reports 1M input tokens at $1/M: $1.00 a call; the projection adds < $0.01
-    one_dollar = reply(REFUSAL_OK, usage=(1_000_000, 0))
-    server.script(one_dollar, one_dollar, one_dollar)
-    session = make_session(
+def dollar_per_mtok_session(server: JudgeServer, store: Path, max_cost_usd: float) -> object:
+    """An uncached session paying $1 per million input tokens (output free) under a budget."""
+    return make_session(
         server.openai_url,
         store,
         use_cache=False,
         input_cost_per_mtok=1.0,
         output_cost_per_mtok=0.0,
-        max_cost_usd=2.0,
+        max_cost_usd=max_cost_usd,
     )
+
+
+def test_budget_checked_before_every_call(server: JudgeServer, store: Path) -> None:
+    # each call reports 1M input tokens at $1/M: $1.00 a call; the projection adds < $0.01
+    one_dollar = reply(REFUSAL_OK, usage=(1_000_000, 0))
+    server.script(one_dollar, one_dollar, one_dollar)
+    session = dollar_per_mtok_session(server, store, max_cost_usd=2.0)
     session.ask("refusal", {"question": "q1", "answer": "a"})
     session.ask("refusal", {"question": "q2", "answer": "a"})
     with pytest.raises(BudgetExceeded, match=r"\$2.0000 .*RAGPROOF_MAX_COST_USD"):
@@ -205,6 +210,26 @@ def test_budget_checked_before_every_call(server: JudgeServer, store: Path) -> N
     assert server.count == 2
     cost = session.cost()
     assert (cost.usd, cost.input_tokens, cost.judge_calls, cost.estimated) == (2.0, 2_000_000, 2, False)
+
+
+def test_budget_checked_before_the_repair_call_too(server: JudgeServer, store: Path) -> None:
+    # the first (invalid) reply costs $1.00 of a $1.00001 budget: the repair call's projected
+    # prompt cost (about $0.0001) no longer fits, so it is refused before it is sent
+    server.script(reply({"declined": "perhaps"}, usage=(1_000_000, 0)), reply(REFUSAL_OK))
+    session = dollar_per_mtok_session(server, store, max_cost_usd=1.00001)
+    with pytest.raises(BudgetExceeded, match=r"\$1.0000 \(RAGPROOF_MAX_COST_USD\) reached: \$1.0000 spent"):
+        session.ask("refusal", QUESTION)
+    assert server.count == 1
+    assert (session.cost().usd, session.cost().judge_calls) == (1.0, 1)
+
+
+def test_cache_key_changes_with_the_input(server: JudgeServer, store: Path) -> None:
+    server.script(reply(REFUSAL_OK), reply({"declined": False}))
+    make_session(server.openai_url, store).ask("refusal", QUESTION)
+    other = make_session(server.openai_url, store).ask("refusal", {**QUESTION, "answer": "It is green."})
+    assert server.count == 2 and other.reply.declined is False and other.record["cached"] is False
+    cached = make_session(server.openai_url, store).ask("refusal", dict(reversed(list(QUESTION.items()))))
+    assert server.count == 2 and cached.record["cached"] is True  # key order is not part of the input
 
 
 def test_missing_usage_is_estimated_at_four_chars_per_token(server: JudgeServer, store: Path) -> None:

@@ -226,6 +226,46 @@ def test_hit_rate_is_1_when_any_expected_id_in_top_k() -> None:
     )
 
 
+# ---------------------------------------------------------------- rules shared by every retrieval metric
+
+
+@pytest.mark.parametrize("name", RETRIEVAL)
+def test_empty_retrieval_scores_0_for_every_retrieval_metric(name: str) -> None:
+    case = make_case(expected_source_ids=["a", "b"])
+    result = score(name, case, make_output([]))
+    assert (result.status, result.value, result.reason) == ("scored", 0.0, None)
+
+
+def test_duplicated_irrelevant_chunk_before_the_first_hit_every_metric_exact() -> None:
+    # raw ["x", "x", "x", "a", "y"] deduplicates to ["x", "a", "y"]: the hit is at rank 2
+    case = make_case(expected_source_ids=["a", "b"])
+    out = make_output(["x", "x", "x", "a", "y"])
+    got = scores_of(case, out, ScoringContext(k=2))
+    assert got == {
+        "precision_at_k": 0.5,
+        "recall_at_k": 0.5,
+        "mrr": 0.5,
+        "ndcg_at_k": pytest.approx((1 / math.log2(3)) / (1 + 1 / math.log2(3)), abs=1e-12),
+        "hit_rate_at_k": 1.0,
+    }
+
+
+def test_document_fallback_to_id_every_metric_exact() -> None:
+    # c9 has no document_id and matches by its own id; c1 and c2 both map to doc1 (kept once)
+    case = make_case(expected_source_ids=["doc1", "c9"])
+    out = make_output(
+        [chunk("c0"), chunk("c1", document_id="doc1"), chunk("c2", document_id="doc1"), chunk("c9")]
+    )
+    got = scores_of(case, out, ScoringContext(k=3, source_match="document"))
+    assert got == {
+        "precision_at_k": pytest.approx(2 / 3, abs=1e-15),
+        "recall_at_k": 1.0,
+        "mrr": 0.5,
+        "ndcg_at_k": pytest.approx((1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3)), abs=1e-12),
+        "hit_rate_at_k": 1.0,
+    }
+
+
 # ---------------------------------------------------------------- skips and applicability
 
 
