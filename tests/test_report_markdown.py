@@ -14,7 +14,14 @@ from pydantic import ValidationError
 from gate.compare import Comparison, GateResult, compare_runs
 from gate.config import GateConfig
 from gate.report.escape import md_escape
-from gate.report.markdown import MAX_CHARS, ReportContext, interval_bar, render_markdown, render_no_baseline
+from gate.report.markdown import (
+    MAX_CHARS,
+    ReportContext,
+    interval_bar,
+    render_markdown,
+    render_no_baseline,
+    render_run_summary,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "comment.md"
 NOW = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
@@ -164,7 +171,25 @@ def test_no_baseline_report():
     assert "No baseline" in text and "no gate was decided" in text
     assert "| retrieval.hit\\_rate\\_at\\_k |" in text
     assert "<details><summary>Per slice</summary>" in text
+    assert "| retrieval.hit\\_rate\\_at\\_k | 0.759 | 1.000 | 1.000 | 216 | 24 | 0 |" in text
     assert len(text) <= MAX_CHARS
+
+
+def test_run_summary_reads_as_a_baseline_and_escapes_its_wording():
+    base, _ = fixed_runs()
+    default = render_run_summary(base, context=CONTEXT)
+    assert default.startswith("<!-- ragproof:gate -->\n## ragproof: 📌 Baseline run\n\n")
+    assert "No baseline" not in default and "no gate is decided" in default
+    assert "| retrieval.hit\\_rate\\_at\\_k | 0.759 |" in default
+    # The same tables as the no-baseline report: only the heading and the lead differ.
+    no_baseline = render_no_baseline(base, context=CONTEXT)
+    assert (
+        default.split("Run 20261128T120000Z-base", 1)[1]
+        == no_baseline.split("Run 20261128T120000Z-base", 1)[1]
+    )
+    text = render_run_summary(base, heading="Baseline of @org/team", intro="Stored as <b>x</b> | y\n# z")
+    assert "## ragproof: Baseline of &#64;org/team\n" in text
+    assert "\nStored as &lt;b&gt;x&lt;/b&gt; \\| y # z\n" in text
 
 
 def test_context_rejects_unsafe_values():

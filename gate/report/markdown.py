@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from gate.artifact import RunArtifact
 from gate.compare import Comparison, GateResult
+from gate.report.escape import md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 MAX_CHARS = 60_000
@@ -233,17 +234,50 @@ def render_markdown(comparison: Comparison, *, context: ReportContext | None = N
     return _fit(lambda limits: _render_comparison(comparison, ctx, limits), MAX_CHARS)
 
 
+NO_BASELINE_HEADING = "ℹ️ No baseline"
+NO_BASELINE_INTRO = (
+    "No baseline run was found to compare against, so no gate was decided. These are the "
+    "candidate's scores; once a run on the default branch is stored, pull requests are gated against it."
+)
+BASELINE_HEADING = "📌 Baseline run"
+BASELINE_INTRO = (
+    "This run records the baseline: no gate is decided on it. Once it is stored as the baseline "
+    "artifact, pull requests are gated against these scores."
+)
+
+
 def render_no_baseline(candidate: RunArtifact, *, context: ReportContext | None = None) -> str:
-    """The report for a run with no baseline to compare against: its scores, no decision."""
+    """The report for a pull request with no baseline to compare against: its scores, no decision."""
+    return render_run_summary(
+        candidate, context=context, heading=NO_BASELINE_HEADING, intro=NO_BASELINE_INTRO
+    )
+
+
+def render_run_summary(
+    run: RunArtifact,
+    *,
+    context: ReportContext | None = None,
+    heading: str = BASELINE_HEADING,
+    intro: str = BASELINE_INTRO,
+) -> str:
+    """One run's absolute scores (overall, then per slice folded in ``<details>``), no decision.
+
+    By default worded as a baseline summary (a push to the default branch); ``heading`` and
+    ``intro`` are plain text (escaped like every user string), e.g. naming the branch and the
+    artifact the baseline is stored as. At most :data:`MAX_CHARS` characters.
+    """
     ctx = context or ReportContext()
-    summary = candidate.summary
+    summary = run.summary
     overall = summary.slices.get("all", {})
 
     def rows_for(metrics: dict, limit: int | None) -> list[dict[str, object]]:
         out = []
         for name, s in metrics.items():
             if s.distribution is not None:
-                value = ", ".join(f"{k} {v}" for k, v in sorted(s.distribution.items()))
+                # Labels come from the run's data; the numbers need no escaping.
+                value = ", ".join(
+                    f"{md_escape(k, max_len=60)} {v}" for k, v in sorted(s.distribution.items())
+                )
             else:
                 value = fmt_num(s.mean)
             out.append(
@@ -265,10 +299,12 @@ def render_no_baseline(candidate: RunArtifact, *, context: ReportContext | None 
         shown, more = _take(slices, limits.passing)
         return (
             environment(False)
-            .get_template("no_baseline.md.j2")
+            .get_template("run_summary.md.j2")
             .render(
-                run=candidate.meta,
+                run=run.meta,
                 ctx=ctx,
+                heading=heading,
+                intro=intro,
                 summary=summary,
                 overall=rows_for(overall, limits.attention),
                 slices=shown,
