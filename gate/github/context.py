@@ -54,7 +54,6 @@ class ActionInputs(BaseModel):
     mode: Literal["auto", "run", "compare"] = "auto"
     candidate: str | None = None
     baseline_artifact: str = "ragproof-run"
-    candidate_artifact: str | None = None  # workflow_run: default = baseline_artifact
     baseline_workflow: str | None = None
     pr_number: int | None = Field(default=None, ge=1)
     comment: bool = True

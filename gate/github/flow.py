@@ -226,13 +226,13 @@ class ActionFlow:
         if lookup.pull is None:
             self.commands.warning(lookup.reason or "no pull request found")
             return Result("none", EXIT_OK, "", "neutral", "")
-        name = self.inputs.candidate_artifact or self.inputs.baseline_artifact
+        name = self.inputs.baseline_artifact
         notes: list[str] = []
         artifact = find_run_artifact(self.client, run, name, repository_id=self.repository.id, notes=notes)
         if artifact is None:
             raise UsageError(
                 f"run {run.id} has no unexpired artifact {name!r}: the pull-request workflow must upload "
-                "the run directory under that name (input candidate-artifact)"
+                "the run directory under that name (input baseline-artifact)"
             )
         candidate = fetch_artifact(
             self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
