@@ -70,6 +70,18 @@ def test_total_wait_is_bounded(server: GitHubServer) -> None:
     assert info.value.rate_limited
 
 
+def test_the_wait_budget_is_shared_by_all_requests_of_a_client(server: GitHubServer) -> None:
+    client = client_for(server, max_total_wait=1.5)
+    started = time.monotonic()
+    server.state.fail("GET", r"/pulls/7$", 429, headers={"Retry-After": "1"})
+    assert client.call("pulls.get", pull_number=7)["number"] == 7  # waited 1 s of the 1.5
+    server.state.fail("GET", r"/pulls/7$", 429, headers={"Retry-After": "1"})
+    with pytest.raises(GitHubAPIError, match=r"rate limited \(429.*wait 1 s more"):
+        client.call("pulls.get", pull_number=7)  # 1 s more would exceed the budget: no wait
+    assert 1.0 <= time.monotonic() - started < 1.9
+    assert len([r for r in server.state.requests if r["path"].endswith("/pulls/7")]) == 3
+
+
 def test_plain_403_is_not_retried_and_names_the_permission(server: GitHubServer) -> None:
     with pytest.raises(GitHubAPIError) as info:
         client_for(server, token="ghs_read").call(

@@ -13,8 +13,9 @@ Retry policy (per request):
   ``x-ratelimit-remaining: 0`` (primary). A plain 403 is a permission failure and never retried;
 - the wait honours ``Retry-After`` (seconds or an HTTP date) and otherwise
   ``x-ratelimit-reset`` (epoch seconds) when the quota is exhausted;
-- the total of all waits of one request is bounded by ``max_total_wait``: a request that
-  would need a longer wait fails at once with a message saying how long GitHub asked for.
+- the waits of all requests of one client (one action step) together are bounded by
+  ``max_total_wait``: a request that would need a longer wait fails at once with a message
+  saying how long GitHub asked for, so a throttled step ends in minutes, not hours.
 
 Every request has a (connect, read) timeout. A 403/404 that is not a rate limit names the
 ``permissions:`` entry the workflow must grant for that call.
@@ -97,19 +98,25 @@ def requested_wait(headers: Any, now: float | None = None) -> float | None:
     return None
 
 
-class GitHubRetry(Retry):
-    """urllib3 Retry with GitHub's rate-limit rules and a bound on the total time spent waiting."""
+class WaitBudget:
+    """Seconds of retry waiting left, shared by every request of one client."""
 
-    def __init__(self, *args: Any, max_total_wait: float = 120.0, waited: float = 0.0, **kwargs: Any) -> None:
+    def __init__(self, seconds: float) -> None:
+        self.remaining = seconds
+
+
+class GitHubRetry(Retry):
+    """urllib3 Retry with GitHub's rate-limit rules, spending waits from a shared budget."""
+
+    def __init__(self, *args: Any, budget: WaitBudget | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.max_total_wait = max_total_wait
-        self.waited = waited
+        # urllib3 makes a new Retry per attempt (new()); they all draw on the same budget.
+        self.budget = budget if budget is not None else WaitBudget(120.0)
         self.next_wait = 0.0
 
     def new(self, **kw: Any) -> GitHubRetry:
         retry = super().new(**kw)
-        retry.max_total_wait = self.max_total_wait
-        retry.waited = self.waited
+        retry.budget = self.budget
         return retry
 
     def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
@@ -127,9 +134,9 @@ class GitHubRetry(Retry):
             new_retry = super().increment(method, url, response=response, **kw)
             if wait is None:
                 wait = new_retry.get_backoff_time()
-            if self.waited + wait > self.max_total_wait:
+            if wait > self.budget.remaining:
                 raise MaxRetryError(pool, url or "", ResponseError(f"would wait {wait:.0f} s more"))  # type: ignore[arg-type]
-            new_retry.waited = self.waited + wait
+            self.budget.remaining -= wait
             new_retry.next_wait = wait
             return new_retry
         return super().increment(method, url, response=response, **kw)
@@ -245,7 +252,7 @@ class GitHubClient:
             backoff_max=30.0,
             raise_on_status=False,
             respect_retry_after_header=True,
-            max_total_wait=max_total_wait,
+            budget=WaitBudget(max_total_wait),
         )
         self._session = _session(token=token, retry=retry)
         self._blob_session = _session(token=None, retry=retry)
