@@ -10,22 +10,34 @@
 #   5. a pull_request event inside the container: it must leave one sticky comment and a
 #      successful check run on the pull request's head commit, and set the step outputs.
 #
-# Needs root, podman, buildah, runc and mmdebstrap (apt-get install -y podman buildah runc
-# mmdebstrap). Settings (environment): RAGPROOF_SMOKE_DIR (work directory; each run uses a
-# fresh job directory inside it, removed at the end),
-# RAGPROOF_SMOKE_BASE (base image name), RAGPROOF_SMOKE_IMAGE (image name), PYTHON.
+# Needs root, podman, runc and mmdebstrap (apt-get install -y podman buildah runc mmdebstrap).
+# Settings (environment): RAGPROOF_SMOKE_DIR (work directory; each run uses a fresh job
+# directory inside it, removed at the end), RAGPROOF_SMOKE_SUITE (Debian suite of the base
+# image; default the host's own, else bookworm), RAGPROOF_SMOKE_BASE (base image name),
+# RAGPROOF_SMOKE_IMAGE (image name), PYTHON.
 # Prints "container smoke: ok" and exits 0 on success.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${RAGPROOF_SMOKE_DIR:-${TMPDIR:-/tmp}/ragproof-container-smoke}"
-BASE_IMAGE="${RAGPROOF_SMOKE_BASE:-localhost/pybase:bookworm}"
+host_suite() { # VERSION_CODENAME of a Debian host, else bookworm
+    (. /etc/os-release 2>/dev/null && [ "${ID:-}" = debian ] && [ -n "${VERSION_CODENAME:-}" ] \
+        && echo "$VERSION_CODENAME") || echo bookworm
+}
+SUITE="${RAGPROOF_SMOKE_SUITE:-$(host_suite)}"
+BASE_IMAGE="${RAGPROOF_SMOKE_BASE:-localhost/pybase:$SUITE}"
 IMAGE="${RAGPROOF_SMOKE_IMAGE:-localhost/ragproof-action:smoke}"
 PYTHON="${PYTHON:-python3}"
 HEAD_SHA="a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 MAIN_SHA="c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
 
 log() { printf 'container smoke: %s\n' "$*"; }
+die() { printf 'container smoke: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (podman builds and runs the image as root here)"
+for tool in podman runc mmdebstrap "$PYTHON"; do
+    command -v "$tool" >/dev/null || die "$tool not found (apt-get install -y podman buildah runc mmdebstrap)"
+done
 
 mkdir -p "$WORK"
 # Each invocation has a job directory of its own (runs may overlap); images are shared.
@@ -47,13 +59,18 @@ runtime = "runc"
 EOF
 export CONTAINERS_CONF="$JOB/containers.conf"
 
-debian_mirror() { # the Debian archive the machine's own apt sources name (bookworm, not security)
-    "$PYTHON" - <<'PY'
+debian_mirror() { # SUITE: the Debian archive the machine's own apt sources name for it
+    "$PYTHON" - "$1" <<'PY'
 import glob
 import re
+import sys
+
+suite = sys.argv[1]
 
 def entries():
-    for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*"))]:
+    # The files apt itself reads (not *.disabled, *.save, ...).
+    listed = glob.glob("/etc/apt/sources.list.d/*.list") + glob.glob("/etc/apt/sources.list.d/*.sources")
+    for path in ["/etc/apt/sources.list", *sorted(listed)]:
         try:
             text = open(path, encoding="utf-8").read()
         except OSError:
@@ -69,7 +86,7 @@ def entries():
                     yield uri, fields.get("Suites", "").split()
 
 for uri, suites in entries():
-    if "bookworm" in suites and "security" not in uri:
+    if suite in suites and "security" not in uri:
         print(uri)
         break
 else:
@@ -80,21 +97,26 @@ PY
 if podman image exists "$BASE_IMAGE"; then
     log "reusing base image $BASE_IMAGE"
 else
-    mirror="$(debian_mirror)"
-    log "building base image $BASE_IMAGE from $mirror"
+    mirror="$(debian_mirror "$SUITE")"
+    log "building base image $BASE_IMAGE ($SUITE) from $mirror"
     mmdebstrap --quiet --variant=apt --include=python3,python3-venv,python3-pip,ca-certificates \
-        bookworm - "$mirror" | podman import --quiet - "$BASE_IMAGE" >/dev/null
+        "$SUITE" - "$mirror" | podman import --quiet - "$BASE_IMAGE" >/dev/null
 fi
 
 # Outbound HTTPS is re-signed by a proxy whose CA is only in the host's store: pip inside the
 # build is pointed at the host bundle through mounts, without changing the Dockerfile.
 printf '[global]\ncert = /run/host-ca/ca.crt\n' >"$JOB/pip.conf"
 log "building $IMAGE"
+previous="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
 podman build --quiet --network host \
     --build-arg BASE_IMAGE="$BASE_IMAGE" \
     -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca/ca.crt:ro \
     -v "$JOB/pip.conf:/etc/pip.conf:ro" \
     -t "$IMAGE" "$ROOT" >/dev/null
+# The image this script tagged before, now untagged: drop it (kept while another run uses it).
+if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
+    podman rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 # The runner's layout: workspace at /github/workspace, the event under /github/workflow,
 # the output and summary files under /github/file_commands.
@@ -149,6 +171,7 @@ for _ in $(seq 1 100); do
     [ -s "$JOB/api-url" ] && break
     sleep 0.1
 done
+[ -s "$JOB/api-url" ] || die "the GitHub API test server did not start: $(cat "$JOB/server.log")"
 api_url="$(cat "$JOB/api-url")"
 
 log "pull_request #7 against $api_url"
