@@ -166,16 +166,42 @@ def test_size_caps_apply_to_directories_and_to_decompressed_zip_members(
         read_artifact(_zip(tmp_path / "run.zip", _files(out)))
 
 
-def test_newer_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", [RUN_FILE, SUMMARY_FILE])
+@pytest.mark.parametrize("new_key", [True, False])
+def test_newer_schema_is_refused_with_a_clear_message(tmp_path: Path, name: str, new_key: bool) -> None:
+    # With a key this version does not know (validation fails) or without one (it passes).
     out = write_artifact(tmp_path / "run", _meta(), [], _summary(0))
-    raw = json.loads((out / RUN_FILE).read_text())
+    raw = json.loads((out / name).read_text())
     raw["schema_version"] = SCHEMA_VERSION + 1
-    raw["field_from_the_future"] = True
-    (out / RUN_FILE).write_text(json.dumps(raw))
+    if new_key:
+        raw["field_from_the_future"] = True
+    (out / name).write_text(json.dumps(raw))
     with pytest.raises(
-        DataError, match=r"schema_version 2 is newer than this ragproof reads \(1\); upgrade ragproof"
+        DataError,
+        match=rf"{name}: schema_version 2 is newer than this ragproof reads \(1\); upgrade ragproof",
     ):
         read_artifact(out)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_leaves_the_garbage_collector_as_it_was(tmp_path: Path, enabled: bool) -> None:
+    import gc
+
+    out = write_artifact(tmp_path / "run", _meta(), [_row("a", 0), _row("b", 1)], _summary(2))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / ROWS_FILE).write_text('{"case_id": "a"}\n')
+    for name in (RUN_FILE, SUMMARY_FILE):
+        (tmp_path / "bad" / name).write_bytes((out / name).read_bytes())
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert [r.case_id for r in read_artifact(out).rows] == ["a", "b"]
+        assert gc.isenabled() is enabled
+        with pytest.raises(DataError, match=r"bad/rows.jsonl:1: kind: Field required"):
+            read_artifact(tmp_path / "bad")
+        assert gc.isenabled() is enabled and gc.get_freeze_count() == 0
+    finally:
+        gc.enable() if was else gc.disable()
 
 
 @pytest.mark.parametrize(
@@ -194,6 +220,8 @@ def test_newer_schema_is_refused_with_a_clear_message(tmp_path: Path) -> None:
             r"rows.jsonl:1: latency_ms: Input should be a valid number",
         ),
         (SUMMARY_FILE, b"\xff\xfe", r"summary.json: not UTF-8 text"),
+        (SUMMARY_FILE, b'{"cases": 1,', r"summary.json: malformed JSON \(Expecting"),
+        (ROWS_FILE, b'\n  \n{"case_id": "a", "kind": "qa",\n', r"rows.jsonl:3: malformed JSON"),
     ],
 )
 def test_malformed_files_name_the_file_and_line(
