@@ -34,13 +34,13 @@ from gate.errors import JudgeError
 from gate.judge.session import Verdict
 from gate.judge.templates import neutralise
 from gate.metrics.base import MetricResult, ScoringContext, metric
+from gate.metrics.generation import REASON_NO_CITATIONS, cited_ids
 from gate.records import CaseOutput
 
 ANSWER_RELEVANCE_BANDS = {"relevant": 1.0, "partial": 0.5, "irrelevant": 0.0}
 COMPLETENESS_BANDS = {"complete": 1.0, "partial": 0.5, "missing": 0.0}
 REASON_NO_CLAIMS = "the answer makes no factual claim"
 REASON_NO_REFERENCE_CLAIMS = "the expected answer makes no factual claim"
-REASON_NO_CITATIONS = "answer has no citations"
 REASON_EMPTY_CONTEXT = "the context has no chunks"
 
 
@@ -70,23 +70,19 @@ def _fraction(flags: list[bool], verdict: Verdict, empty_reason: str) -> MetricR
     return MetricResult.scored(sum(flags) / len(flags), judge=_record(verdict))
 
 
-def _claims_of_answer(case: Case, output: CaseOutput, ctx: ScoringContext) -> Verdict | MetricResult:
+def _supported_claims(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
+    """Supported claims / claims of the answer, from the one "claims" verdict; none -> not_applicable."""
     inputs = {"question": case.question, "answer": _answer_text(output), "context": context_payload(output)}
-    return _ask(ctx, "claims", inputs)
-
-
-@metric("generation.groundedness", kind="judge", needs=("answer", "context", "judge"))
-def groundedness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
-    """Supported claims / total claims of the answer (one judge call); no claims -> not_applicable."""
-    verdict = _claims_of_answer(case, output, ctx)
+    verdict = _ask(ctx, "claims", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
     return _fraction([c.supported for c in verdict.reply.claims], verdict, REASON_NO_CLAIMS)
 
 
-def _cited_ids(output: CaseOutput) -> list[str]:
-    """Cited ids, deduplicated, first occurrence order."""
-    return list(dict.fromkeys(output.answer.citations or [])) if output.answer is not None else []
+@metric("generation.groundedness", kind="judge", needs=("answer", "context", "judge"))
+def groundedness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
+    """Supported claims / total claims of the answer (one judge call); no claims -> not_applicable."""
+    return _supported_claims(case, output, ctx)
 
 
 def _verdict_map(pairs: list[tuple[str, bool]]) -> dict[str, bool]:
@@ -103,7 +99,7 @@ def _verdict_map(pairs: list[tuple[str, bool]]) -> dict[str, bool]:
 @metric("generation.citation_support", kind="judge", needs=("answer", "context", "judge"))
 def citation_support(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Supported citations / deduplicated cited ids (one batched call); missing verdict = unsupported."""
-    cited = _cited_ids(output)
+    cited = cited_ids(output)
     if not cited:
         return MetricResult.skipped(REASON_NO_CITATIONS)
     chunks: dict[str, str] = {}
@@ -170,10 +166,7 @@ def context_recall(case: Case, output: CaseOutput, ctx: ScoringContext) -> Metri
 @metric("judge.context_precision", kind="judge", needs=("answer", "context", "judge"))
 def context_precision(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Answer claims supported by the context / answer claims (the groundedness call, judged once)."""
-    verdict = _claims_of_answer(case, output, ctx)
-    if isinstance(verdict, MetricResult):
-        return verdict
-    return _fraction([c.supported for c in verdict.reply.claims], verdict, REASON_NO_CLAIMS)
+    return _supported_claims(case, output, ctx)
 
 
 @metric("judge.context_relevance", kind="judge", needs=("context", "judge"))

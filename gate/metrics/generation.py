@@ -9,6 +9,13 @@ from gate.records import CaseOutput
 REASON_NO_CITATIONS = "answer has no citations"
 
 
+def cited_ids(output: CaseOutput) -> list[str]:
+    """The answer's cited chunk ids, deduplicated in first-citation order ([] without an answer)."""
+    if output.answer is None:
+        return []
+    return list(dict.fromkeys(output.answer.citations or ()))
+
+
 @metric("generation.citation_validity", kind="deterministic", needs=("answer", "context"))
 def citation_validity(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """valid cited ids / cited ids, over the deduplicated citations.
@@ -17,7 +24,7 @@ def citation_validity(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
     ``retrieved_chunks``, else the retrieve() result). No citations skips; an empty context
     scores 0.0, since every citation then points at nothing.
     """
-    cited = list(dict.fromkeys(output.answer.citations or ()))
+    cited = cited_ids(output)
     if not cited:
         return MetricResult.skipped(REASON_NO_CITATIONS)
     retrieved = {c.id for c in output.context_chunks() or ()}
