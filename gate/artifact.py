@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gate.errors import DataError, UsageError, pydantic_message
+from gate.errors import DataError, UsageError, json_problem, pydantic_message
 from gate.metrics.base import MetricResult
 from gate.records import Answer, Chunk
 
@@ -281,9 +281,7 @@ def _validated_document(model: type[_D], text: str, where: str) -> _D:
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as decode_error:
-            raise DataError(
-                f"{where}: malformed JSON ({decode_error.msg} at line {decode_error.lineno})"
-            ) from None
+            raise DataError(f"{where}: {json_problem(decode_error)}") from None
         newer = _newer_schema(raw.get("schema_version") if isinstance(raw, dict) else None, where)
         raise (newer or _validation_error(exc, where)) from None
     newer = _newer_schema(document.schema_version, where)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gate.errors import UsageError, pydantic_message
+from gate.errors import UsageError, validated, yaml_problem
 
 
 class StrictModel(BaseModel):
@@ -36,7 +36,9 @@ class AdapterConfig(StrictModel):
     # header name -> environment variable holding its value (kept out of the config file)
     headers_from_env: dict[str, str] = Field(default_factory=dict)
     # http/command: which calls the pipeline exposes (retrieval-only or answer-only pipelines)
-    methods: list[Literal["retrieve", "answer"]] = Field(default_factory=lambda: ["retrieve", "answer"], min_length=1)
+    methods: list[Literal["retrieve", "answer"]] = Field(
+        default_factory=lambda: ["retrieve", "answer"], min_length=1
+    )
     # command: long-lived process speaking JSON lines on stdin/stdout
     command: list[str] | None = None
     env_passthrough: list[str] = Field(default_factory=list)
@@ -202,10 +204,7 @@ def parse_config(data: Any, source: str | Path, env: Mapping[str, str] | None = 
     if not isinstance(data, dict):
         raise UsageError(f"{source}: expected a mapping at the top level")
     data = apply_env_overrides(dict(data), env or {})
-    try:
-        cfg = Config.model_validate(data)
-    except ValidationError as exc:
-        raise UsageError(f"{source}: {pydantic_message(exc)}") from None
+    cfg = validated(Config, data, str(source), UsageError)
     cfg.base_dir = Path(source).parent if str(source) not in {"", "-"} else Path(".")
     return cfg
 
@@ -222,10 +221,8 @@ def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Confi
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise UsageError(f"{p}{where}: {problem}") from None
+        where, problem = yaml_problem(p, exc)
+        raise UsageError(f"{where}: {problem}") from None
     if data is None:
         raise UsageError(f"{p}: config file is empty; expected at least 'dataset' and 'adapter'")
     return parse_config(data, p, env)

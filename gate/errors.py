@@ -11,6 +11,11 @@ Exit codes (see README "Exit codes"):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BUDGET = 2
@@ -76,6 +81,36 @@ def pydantic_message(exc: Exception) -> str:
     if len(items) > 1:
         msg += f" (and {len(items) - 1} more error{'s' if len(items) > 2 else ''})"
     return msg
+
+
+_Model = TypeVar("_Model", bound="BaseModel")
+
+
+def validated(model: type[_Model], raw: Any, where: str, error: type[Exception] = DataError) -> _Model:
+    """``model.model_validate(raw)``; a failure raises ``error("WHERE: field.path: expected ...")``."""
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise error(f"{where}: {pydantic_message(exc)}") from None
+
+
+def json_problem(exc: Exception) -> str:
+    """``malformed JSON (what at line L column C)`` for a ``json.JSONDecodeError``.
+
+    A one-line text (a JSONL line) gives its column only: the caller names the line.
+    """
+    msg, line, column = getattr(exc, "msg", str(exc)), getattr(exc, "lineno", 1), getattr(exc, "colno", 0)
+    at = f"at column {column}" if line == 1 else f"at line {line} column {column}"
+    return f"malformed JSON ({msg} {at})"
+
+
+def yaml_problem(path: object, exc: Exception) -> tuple[str, str]:
+    """(``file:line``, what the parser found) for a ``yaml.YAMLError``; no line when it has no mark."""
+    mark = getattr(exc, "problem_mark", None)
+    where = location(path, mark.line + 1 if mark is not None else None)
+    return where, getattr(exc, "problem", None) or "invalid YAML"
 
 
 class BudgetExceeded(RagproofError):

@@ -19,10 +19,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from gate.dataset import Case
-from gate.errors import pydantic_message
+from gate.errors import validated
 from gate.records import Answer, CaseOutput, Chunk
 
 
@@ -48,13 +48,10 @@ def parse_chunks(raw: Any) -> list[Chunk]:
         raw = raw["chunks"]
     if not isinstance(raw, list | tuple):
         raise AdapterError(f"retrieve returned {type(raw).__name__}; expected a list of chunks")
-    chunks = []
-    for i, item in enumerate(raw):
-        try:
-            chunks.append(Chunk.model_validate(_plain(item)))
-        except ValidationError as exc:
-            raise AdapterError(f"retrieve result chunk #{i + 1}: {pydantic_message(exc)}") from None
-    return chunks
+    return [
+        validated(Chunk, _plain(item), f"retrieve result chunk #{i + 1}", AdapterError)
+        for i, item in enumerate(raw)
+    ]
 
 
 def parse_answer(raw: Any) -> Answer:
@@ -64,10 +61,7 @@ def parse_answer(raw: Any) -> Answer:
         raw = {"text": raw}
     if not isinstance(raw, dict):
         raise AdapterError(f"answer returned {type(raw).__name__}; expected an object with 'text'")
-    try:
-        return Answer.model_validate(raw)
-    except ValidationError as exc:
-        raise AdapterError(f"answer result: {pydantic_message(exc)}") from None
+    return validated(Answer, raw, "answer result", AdapterError)
 
 
 def _leaves(group: BaseExceptionGroup[Exception]) -> Iterator[Exception]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from gate.adapters.base import Adapter, AdapterError
 from gate.dataset import Case
-from gate.errors import DataError, pydantic_message
+from gate.errors import DataError, json_problem, validated
 from gate.records import Answer, CaseOutput, Chunk
 
 MAX_REPLAY_BYTES = 1_000_000_000
@@ -48,15 +48,10 @@ def load_replay(path: Path) -> dict[str, ReplayRecord]:
             try:
                 raw = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})"
-                ) from None
+                raise DataError(f"{path}:{lineno}: {json_problem(exc)}") from None
             if isinstance(raw, dict) and isinstance(raw.get("id"), int) and not isinstance(raw["id"], bool):
                 raw["id"] = str(raw["id"])  # as the dataset accepts integer ids
-            try:
-                record = ReplayRecord.model_validate(raw)
-            except ValidationError as exc:
-                raise DataError(f"{path}:{lineno}: {pydantic_message(exc)}") from None
+            record = validated(ReplayRecord, raw, f"{path}:{lineno}", DataError)
             if record.id in records:
                 raise DataError(
                     f"{path}:{lineno}: id: duplicate case id {record.id!r} (first at line {first_line[record.id]})"
