@@ -58,11 +58,51 @@ def test_500_then_200_is_retried_once_per_call(server: PipelineServer) -> None:
     assert server.count("/answer", q) == 2
 
 
-def test_persistent_5xx_gives_up_after_the_configured_retries(server: PipelineServer) -> None:
-    q = "always500: never works"
-    with pytest.raises(AdapterError, match=r"HTTP 503 \(after 2 retries\)"):
-        _run(_adapter(server.url, retries=2, methods=["answer"]), q)
-    assert server.count("/answer", q) == 3
+@pytest.mark.parametrize(
+    ("question", "settings", "error", "calls"),
+    [
+        pytest.param("always500: never works", {"retries": 2}, r"HTTP 503 \(after 2 retries\)", 3, id="5xx"),
+        pytest.param(
+            "dropalways: never",
+            {"retries": 1},
+            r"POST /answer: connection lost \(\w+\) \(after 1 retries\)",
+            2,
+            id="dropped",
+        ),
+        pytest.param("malformed: body", {}, "not valid JSON", 1, id="malformed-json"),
+        pytest.param("bad: input", {"retries": 3}, "HTTP 422: .*question rejected", 1, id="4xx"),
+        pytest.param(
+            "huge: body",
+            {"max_response_bytes": 1_000_000},
+            "exceeds max_response_bytes=1000000",
+            1,
+            id="50mb",
+        ),
+        pytest.param(
+            "hugestream: body",
+            {"max_response_bytes": 1_000_000},
+            "exceeds max_response_bytes=1000000",
+            1,
+            id="50mb-unframed",
+        ),
+    ],
+)
+def test_failures_are_adapter_errors_after_the_retries_they_deserve(
+    server: PipelineServer, question: str, settings: dict[str, Any], error: str, calls: int
+) -> None:
+    # Connection errors and 5xx are retried up to `retries` times; 4xx, bad JSON and
+    # oversized bodies fail at once.
+    with pytest.raises(AdapterError, match=error) as failure:
+        _run(_adapter(server.url, methods=["answer"], **settings), question)
+    assert not isinstance(failure.value, AdapterTimeout)
+    assert server.count("/answer", question) == calls
+
+
+def test_read_timeout_is_a_timeout_not_a_retry(server: PipelineServer) -> None:
+    q = "hang: slow"
+    with pytest.raises(AdapterTimeout, match="no response within 0.3 s"):
+        _run(_adapter(server.url, timeout_s=0.3, retries=2, methods=["answer"]), q)
+    assert server.count("/answer", q) == 1
 
 
 def test_429_waits_for_retry_after(server: PipelineServer) -> None:
@@ -74,47 +114,11 @@ def test_429_waits_for_retry_after(server: PipelineServer) -> None:
     assert second - first >= 0.95
 
 
-def test_read_timeout_is_a_timeout_not_a_retry(server: PipelineServer) -> None:
-    q = "hang: slow"
-    with pytest.raises(AdapterTimeout, match="no response within 0.3 s"):
-        _run(_adapter(server.url, timeout_s=0.3, retries=2, methods=["answer"]), q)
-    assert server.count("/answer", q) == 1
-
-
 def test_dropped_connection_is_retried(server: PipelineServer) -> None:
     q = "drop: once"
     out = _run(_adapter(server.url, methods=["answer"]), q)
     assert out.answer is not None and out.answer.text == f"answer: {q}"
     assert server.count("/answer", q) == 2
-
-
-def test_always_dropped_connection_is_an_adapter_error(server: PipelineServer) -> None:
-    q = "dropalways: never"
-    with pytest.raises(AdapterError, match=r"POST /answer: connection lost \(\w+\) \(after 1 retries\)"):
-        _run(_adapter(server.url, retries=1, methods=["answer"]), q)
-    assert server.count("/answer", q) == 2
-
-
-def test_malformed_json_is_an_adapter_error_without_retry(server: PipelineServer) -> None:
-    q = "malformed: body"
-    with pytest.raises(AdapterError, match="not valid JSON"):
-        _run(_adapter(server.url, methods=["answer"]), q)
-    assert server.count("/answer", q) == 1
-
-
-@pytest.mark.parametrize("behaviour", ["huge", "hugestream"])
-def test_50_mb_body_exceeds_the_cap(server: PipelineServer, behaviour: str) -> None:
-    q = f"{behaviour}: body"
-    with pytest.raises(AdapterError, match="exceeds max_response_bytes=1000000"):
-        _run(_adapter(server.url, methods=["answer"], max_response_bytes=1_000_000), q)
-    assert server.count("/answer", q) == 1
-
-
-def test_4xx_is_an_adapter_error_without_retry(server: PipelineServer) -> None:
-    q = "bad: input"
-    with pytest.raises(AdapterError, match="HTTP 422: .*question rejected"):
-        _run(_adapter(server.url, retries=3, methods=["answer"]), q)
-    assert server.count("/answer", q) == 1
 
 
 def test_answer_only_pipeline_never_calls_retrieve(server: PipelineServer) -> None:

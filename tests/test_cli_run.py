@@ -11,6 +11,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from run_helpers import comparable, make_cases, ragproof, write_config, write_dataset
@@ -200,30 +201,33 @@ def test_bad_dataset_is_one_line_and_exit_65(tmp_path: Path, command: str) -> No
     assert "cases.jsonl:2: malformed JSON" in line
 
 
+def _validate(tmp_path: Path, **config: Any) -> subprocess.CompletedProcess[str]:
+    """``ragproof validate`` on the dataset already in ``tmp_path`` and a config from ``config``."""
+    write_config(tmp_path, **config)
+    return ragproof("validate", cwd=tmp_path, env=_env())
+
+
 def test_unknown_metric_is_exit_64(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(2))
-    write_config(tmp_path, run={"metrics": ["retrieval.recal_at_k"]})
-    line = _one_line_error(ragproof("validate", cwd=tmp_path, env=_env()), 64)
+    line = _one_line_error(_validate(tmp_path, run={"metrics": ["retrieval.recal_at_k"]}), 64)
     assert "unknown metric 'retrieval.recal_at_k'" in line
 
 
 def test_validate_calls_nothing(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(5))
     (tmp_path / "explosive.py").write_text("raise SystemExit('imported!')\n")
-    write_config(tmp_path, adapter={"type": "python", "target": "explosive:make"})
-    proc = ragproof("validate", cwd=tmp_path, env=_env())
+    proc = _validate(tmp_path, adapter={"type": "python", "target": "explosive:make"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ok: ragproof.yaml: 5 cases (dataset sha256 ")
-    write_config(tmp_path, adapter={"type": "python", "target": "explosiv:make"})
-    line = _one_line_error(ragproof("validate", cwd=tmp_path, env=_env()), 64)
+    line = _one_line_error(_validate(tmp_path, adapter={"type": "python", "target": "explosiv:make"}), 64)
     assert "adapter.target: module 'explosiv' not found" in line
 
 
 def test_validate_checks_the_replay_file(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(3))
+    replay = {"type": "replay", "path": "recorded.jsonl"}
     (tmp_path / "recorded.jsonl").write_text('{"id": "case-000", "answer": {"text": "x"}}\n{"id": "zzz"}\n')
-    write_config(tmp_path, adapter={"type": "replay", "path": "recorded.jsonl"})
-    proc = ragproof("validate", cwd=tmp_path, env=_env())
+    proc = _validate(tmp_path, adapter=replay)
     assert proc.returncode == 0, proc.stderr
     assert (
         "no recorded output for 2 case(s)" in proc.stderr
@@ -231,7 +235,7 @@ def test_validate_checks_the_replay_file(tmp_path: Path) -> None:
     )
     (tmp_path / "recorded.jsonl").write_text('{"id": "case-000", "answer": {"txt": "x"}}\n')
     assert "recorded.jsonl:1: answer.text: Field required" in _one_line_error(
-        ragproof("validate", cwd=tmp_path, env=_env()), 65
+        _validate(tmp_path, adapter=replay), 65
     )
 
 
