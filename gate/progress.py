@@ -1,8 +1,9 @@
 """Run progress on stderr: a redrawn bar on a terminal, one plain line every few seconds elsewhere.
 
 CI logs keep every byte written, so off a terminal nothing is redrawn: a line such as
-``ragproof: 40/120 cases (33%), 1 failed, 31.2 cases/s, about 3 s left`` is printed at most
-once per ``interval_s`` and once at the end.
+``ragproof: 40/120 cases (33%), 1 failed, 31.2 cases/s, about 3 s left`` is printed once per
+``interval_s`` while the run lasts (also when no case finished meanwhile) and once at the
+end. The runner treats a terminal in CI (a runner that allocates a pseudo-terminal) as a log.
 """
 
 from __future__ import annotations
@@ -37,8 +38,16 @@ class Progress:
         self._finished = False
 
     def advance(self, failed: bool = False) -> None:
+        """One more case finished (``failed``: not ``ok``); draws when the interval has passed."""
         self.done += 1
         self.failed += int(failed)
+        self.tick()
+
+    def tick(self) -> None:
+        """Draw if the interval has passed: called periodically, so a log shows a line every few
+        seconds even while no case finishes (a slow pipeline)."""
+        if self._finished:
+            return
         now = time.monotonic()
         if now - self._last_draw >= self._interval:
             self._last_draw = now

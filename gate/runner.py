@@ -370,10 +370,20 @@ def execute_run(
         adapter = build_adapter(config, env, log_dir)
         pending = [(position, case) for position, case in cases if case.id not in rows_by_id]
         bar = (
-            Progress(len(cases), tty=env.stderr_is_tty, already_done=len(cases) - len(pending))
+            Progress(
+                len(cases),
+                # CI keeps every byte of a log, even from a pseudo-terminal: plain lines there.
+                tty=env.stderr_is_tty and not env.is_ci,
+                already_done=len(cases) - len(pending),
+            )
             if progress
             else None
         )
+
+        def tick() -> None:
+            store.flush()
+            if bar is not None:
+                bar.tick()
 
         def on_row(row: Row) -> None:
             rows_by_id[row.case_id] = row
@@ -392,7 +402,7 @@ def execute_run(
                     pending,
                     config.adapter.concurrency,
                     on_row,
-                    store.flush,
+                    tick,
                     store.batch_seconds,
                 )
             )

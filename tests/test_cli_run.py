@@ -158,6 +158,53 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path: Path) -> None:
     assert proc.stdout.startswith("complete: 6 cases in ")
 
 
+def _stderr_on_a_terminal(tmp_path: Path, env: dict[str, str]) -> str:
+    """``ragproof run`` with its stderr on a pseudo-terminal; what the terminal received."""
+    import pty
+    import threading
+
+    controller, terminal = pty.openpty()
+    received: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(controller, 65536)
+            except OSError:  # the terminal side closed
+                return
+            if not data:
+                return
+            received.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gate", "run", "--out", "run"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=terminal,
+        text=True,
+        timeout=120,
+    )
+    os.close(terminal)
+    reader.join(timeout=10)
+    os.close(controller)
+    assert proc.returncode == 0
+    return b"".join(received).decode()
+
+
+def test_progress_on_a_terminal_is_one_redrawn_bar_but_plain_lines_in_ci(tmp_path: Path) -> None:
+    write_dataset(tmp_path, make_cases(6))
+    write_config(tmp_path)
+    on_terminal = _stderr_on_a_terminal(tmp_path, _env())
+    assert "\r\x1b[2K[" + "#" * 28 + "] 6/6 cases (100%)" in on_terminal
+    assert "ragproof: 6/6" not in on_terminal
+    in_ci = _stderr_on_a_terminal(tmp_path, _env(CI="true"))
+    assert "\x1b" not in in_ci and "\r\x1b" not in in_ci
+    assert in_ci.strip().splitlines()[-1].startswith("ragproof: 6/6 cases (100%)")
+
+
 def _one_line_error(proc: subprocess.CompletedProcess[str], code: int) -> str:
     assert proc.returncode == code, (proc.returncode, proc.stderr)
     lines = proc.stderr.strip().splitlines()

@@ -41,3 +41,25 @@ def test_terminal_redraws_one_line() -> None:
     text = stream.getvalue()
     assert text.count("\n") == 1 and text.endswith("\n")
     assert text.split("\r")[-1].startswith("\x1b[2K[" + "#" * 21 + "-" * 7 + "] 3/4 cases (75%)")
+
+
+def test_ci_tick_prints_a_line_while_no_case_finishes() -> None:
+    stream = io.StringIO()
+    progress = Progress(10, tty=False, stream=stream, interval_s=0.0)
+    progress.tick()
+    progress.tick()
+    progress.finish()
+    progress.tick()  # after the end: nothing more
+    assert [line.split(",")[0] for line in stream.getvalue().splitlines()] == [
+        "ragproof: 0/10 cases (0%)",
+        "ragproof: 0/10 cases (0%)",
+        "ragproof: 0/10 cases (0%)",
+    ]
+
+
+def test_tick_waits_for_the_interval() -> None:
+    stream = io.StringIO()
+    progress = Progress(10, tty=False, stream=stream, interval_s=3600)
+    for _ in range(50):
+        progress.tick()
+    assert stream.getvalue() == ""
