@@ -26,6 +26,7 @@ SECRETS = {
     "ACTIONS_RUNTIME_TOKEN": "runtime-secret",
     "OPENAI_API_KEY": "sk-judge-secret",
     "GITHUB_TOKEN": "ghs_write",
+    "GH_TOKEN": "ghs_write",
 }
 
 

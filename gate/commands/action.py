@@ -60,11 +60,15 @@ def workspace_relative(path: Path, workspace: Path) -> str:
         return str(path)
 
 
-def _scrub_process_environment(names: list[str]) -> None:
-    # The entry point owns the process: code imported or started later must not find these.
+def _scrub_process_environment(judge_key_env: str | None) -> None:
+    # The entry point owns the process: code imported or started later (a python adapter's
+    # pipeline) must not find what the adapters withhold from a pipeline's process.
     import os
 
-    for name in names:
+    from gate.adapters.secrets import is_withheld
+    from gate.github.context import SECRET_VARIABLES
+
+    for name in [*SECRET_VARIABLES, *(n for n in os.environ if is_withheld(n, judge_key_env))]:
         os.environ.pop(name, None)
 
 
@@ -83,7 +87,7 @@ def _run(env: Environment) -> int:
     import os
 
     from gate.config import load_config
-    from gate.github.context import SECRET_VARIABLES, build_context
+    from gate.github.context import build_context
     from gate.github.flow import ActionFlow
     from gate.github.workflow import WorkflowCommands
 
@@ -101,11 +105,14 @@ def _run(env: Environment) -> int:
 
     # The judge key stays in the Environment snapshot (the judge reads it from there) but
     # leaves os.environ; the pipeline's Environment has no GitHub credential, and the
-    # adapters withhold the judge key from it.
-    _scrub_process_environment([*SECRET_VARIABLES, judge_key_env])
+    # adapters withhold the judge key from it. `install` runs user code: the same rule as a
+    # command pipeline.
+    _scrub_process_environment(judge_key_env)
     pipeline_env = pipeline_environment(env, ctx.workspace)
     if ctx.inputs.install:
-        install_vars = {k: v for k, v in pipeline_env.variables.items() if k != judge_key_env}
+        from gate.adapters.secrets import pipeline_environment as allowed_for_pipeline
+
+        install_vars = allowed_for_pipeline(pipeline_env.variables, judge_key_env)
         _install(ctx.inputs.install, Environment(variables=install_vars, cwd=ctx.workspace), commands)
 
     flow = ActionFlow(ctx, pipeline_env, commands, config)

@@ -29,6 +29,7 @@ DEFAULT_SERVER_URL = "https://github.com"
 # Variables that hold credentials of the job; none of them may reach the pipeline under test.
 SECRET_VARIABLES = (
     "GITHUB_TOKEN",
+    "GH_TOKEN",
     "INPUT_GITHUB-TOKEN",
     "ACTIONS_RUNTIME_TOKEN",
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
