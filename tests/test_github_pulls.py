@@ -8,8 +8,9 @@ import pytest
 from github_helpers import client_for, pull_request_server
 from servers.github_server import GitHubServer
 
+from gate.errors import DataError
 from gate.github.models import WorkflowRun
-from gate.github.pulls import pull_for_run
+from gate.github.pulls import get_pull, pull_for_run
 
 HEAD = "a1" * 20
 
@@ -62,3 +63,9 @@ def test_no_pull_request_at_all(server: GitHubServer) -> None:
     run = _run(server, head_sha="99" * 20, head_repository=("nobody/rag", 4004))
     lookup = pull_for_run(client_for(server), run)
     assert lookup.pull is None and "no open pull request has head commit 9999999" in (lookup.reason or "")
+
+
+def test_a_malformed_response_is_one_data_error_naming_the_field(server: GitHubServer) -> None:
+    del server.state.pulls[7]["head"]
+    with pytest.raises(DataError, match=r"^GitHub API response \(pull request #7\): head: Field required"):
+        get_pull(client_for(server), 7)

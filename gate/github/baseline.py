@@ -24,13 +24,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from gate.artifact import RunArtifact
-from gate.errors import DataError, pydantic_message
+from gate.errors import DataError
 from gate.github.archive import extract_zip, run_directory
 from gate.github.client import GitHubAPIError, GitHubClient
-from gate.github.models import Artifact, Comparison, Repository, WorkflowRun
+from gate.github.models import Artifact, Comparison, Repository, WorkflowRun, parse_response
 
 MAX_DOWNLOAD_BYTES = 256 << 20
 MAX_RUNS_SCANNED = 1_000
@@ -74,22 +72,15 @@ class BaselineSearch:
     notes: list[str] = field(default_factory=list)
 
 
-def _parse(model: type, data: object, what: str):  # type: ignore[no-untyped-def]
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise DataError(f"GitHub API response ({what}): {pydantic_message(exc)}") from None
-
-
 def repository_info(client: GitHubClient) -> Repository:
-    return _parse(Repository, client.call("repos.get", permission="contents: read"), "repository")
+    return parse_response(Repository, client.call("repos.get", permission="contents: read"), "repository")
 
 
 def compare(client: GitHubClient, base: str, head: str) -> Comparison:
     data = client.call(
         "repos.compare_commits", permission="contents: read", basehead=f"{base}...{head}", per_page=1
     )
-    return _parse(Comparison, data, f"compare {base}...{head}")
+    return parse_response(Comparison, data, f"compare {base}...{head}")
 
 
 def _same_repository(candidate: Repository | None, repository: Repository) -> bool:
@@ -123,7 +114,7 @@ def find_run_artifact(
         run_id=run.id,
         name=name,
     ):
-        artifact = _parse(Artifact, item, f"artifacts of run {run.id}")
+        artifact = parse_response(Artifact, item, f"artifacts of run {run.id}")
         if artifact.name != name:
             continue
         origin = artifact.workflow_run
@@ -184,7 +175,7 @@ def _trusted_runs(
     ):
         if count >= MAX_RUNS_SCANNED:
             return
-        run = _parse(WorkflowRun, item, f"runs of {workflow}")
+        run = parse_response(WorkflowRun, item, f"runs of {workflow}")
         if is_trusted_baseline_run(run, repository, default_branch) and (
             head_sha is None or run.head_sha == head_sha
         ):

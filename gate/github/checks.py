@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from gate.github.client import GitHubAPIError, GitHubClient
-from gate.github.models import CheckRun
+from gate.github.models import CheckRun, parse_response
 
 PERMISSION = "checks: write"
 OUTPUT_LIMIT = 65_535
@@ -70,4 +70,4 @@ def create_check_run(
         if exc.status == 403 and not exc.rate_limited:
             return CheckResult(None, False, str(exc))
         raise
-    return CheckResult(CheckRun.model_validate(data).html_url, True)
+    return CheckResult(parse_response(CheckRun, data, "check run").html_url, True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate.github.client import GitHubAPIError, GitHubClient
-from gate.github.models import IssueComment
+from gate.github.models import IssueComment, parse_response
 
 PERMISSION = "pull-requests: write"
 BOT_LOGIN = "github-actions[bot]"
@@ -45,7 +45,7 @@ def find_comment(client: GitHubClient, pr_number: int, check_name: str) -> Issue
     for item in client.paginate(
         "issues.list_comments", permission="pull-requests: read", issue_number=pr_number
     ):
-        comment = IssueComment.model_validate(item)
+        comment = parse_response(IssueComment, item, f"comments of #{pr_number}")
         if _is_ours(comment, tag):
             return comment
     return None
@@ -71,4 +71,4 @@ def upsert_comment(client: GitHubClient, pr_number: int, check_name: str, body: 
         if exc.status == 403 and not exc.rate_limited:
             return CommentResult(None, "denied", str(exc))
         raise
-    return CommentResult(IssueComment.model_validate(data).html_url, action)
+    return CommentResult(parse_response(IssueComment, data, "comment").html_url, action)

@@ -7,12 +7,26 @@ new field upstream never breaks parsing. A missing required field is a clear err
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gate.errors import DataError, pydantic_message
 
 
 class _GitHubModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def parse_response(model: type[Model], data: object, what: str) -> Model:
+    """``data`` from the API as ``model``; a malformed response is one DataError naming the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise DataError(f"GitHub API response ({what}): {pydantic_message(exc)}") from None
 
 
 class Account(_GitHubModel):

@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate.github.client import GitHubClient
-from gate.github.models import PullRequest, WorkflowRun
+from gate.github.models import PullRequest, WorkflowRun, parse_response
 
 PERMISSION = "pull-requests: read"
 
 
 def get_pull(client: GitHubClient, number: int) -> PullRequest:
-    return PullRequest.model_validate(client.call("pulls.get", permission=PERMISSION, pull_number=number))
+    data = client.call("pulls.get", permission=PERMISSION, pull_number=number)
+    return parse_response(PullRequest, data, f"pull request #{number}")
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def pull_for_run(client: GitHubClient, run: WorkflowRun) -> PullLookup:
         for item in client.paginate(
             "pulls.list", permission=PERMISSION, state="open", head=f"{owner}:{run.head_branch}"
         ):
-            candidate = PullRequest.model_validate(item)
+            candidate = parse_response(PullRequest, item, "open pull requests")
             head_repo = candidate.head.repo.full_name.lower() if candidate.head.repo else None
             if candidate.head.ref == run.head_branch and head_repo == run.head_repository.full_name.lower():
                 numbers.append(candidate.number)
