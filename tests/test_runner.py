@@ -134,6 +134,36 @@ def test_http_pipeline_faults_each_end_in_a_row(tmp_path: Path) -> None:
     assert "exceeds max_response_bytes=1000000" in (errors["huge"] or "")
 
 
+def test_command_pipeline_crashing_mid_run_loses_no_case(tmp_path: Path) -> None:
+    script = Path(__file__).parent / "pipelines" / "jsonl_pipeline.py"
+    expected = {
+        "ok: first": "ok",
+        "crashonce: the process dies, a new one answers": "ok",
+        "ok: after the restart": "ok",
+        "crash: dies every time": "adapter_error",
+        "ok: after giving up on one case": "ok",
+        "error: a reply with an error": "adapter_error",
+    }
+    write_dataset(tmp_path, [{"id": f"c{i}", "question": q} for i, q in enumerate(expected)])
+    adapter = {
+        "type": "command",
+        "command": [sys.executable, str(script)],
+        "methods": ["answer"],
+        "retries": 2,
+        "concurrency": 1,
+    }
+    write_config(tmp_path, adapter=adapter)
+    config = load_config(tmp_path / "ragproof.yaml")
+    outcome = execute_run(config, _env(tmp_path, MARKER_DIR=str(tmp_path)), tmp_path / "run", progress=False)
+    rows = read_artifact(outcome.artifact_dir).rows
+    assert outcome.status == "complete"
+    assert [r.status for r in rows] == list(expected.values())
+    assert rows[1].answer is not None and rows[1].answer.text == f"answer: {list(expected)[1]}"
+    assert rows[3].error == "answer: command closed its stdout; exit code 3 (after 2 retries)"
+    assert rows[5].error == "answer: index unavailable"
+    assert (tmp_path / "run" / "adapter-stderr.log").read_text().count("exit code 3") == 4
+
+
 def test_four_shards_partition_the_cases_and_merge_to_the_unsharded_run(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(40))
     write_config(tmp_path)
