@@ -17,7 +17,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gate.errors import UsageError, validated, yaml_problem
+from gate.errors import UsageError, read_text_file, validated, yaml_problem
 
 
 class StrictModel(BaseModel):
@@ -212,12 +212,7 @@ def parse_config(data: Any, source: str | Path, env: Mapping[str, str] | None = 
 def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
     """Load and validate ``ragproof.yaml``. Raises UsageError with one clear line."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: config file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{p}: cannot read config: {exc}") from None
+    text = read_text_file(p, "config", UsageError)
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

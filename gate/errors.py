@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pydantic import BaseModel
 
 EXIT_OK = 0
@@ -81,6 +83,16 @@ def pydantic_message(exc: Exception) -> str:
     if len(items) > 1:
         msg += f" (and {len(items) - 1} more error{'s' if len(items) > 2 else ''})"
     return msg
+
+
+def read_text_file(path: Path, what: str, error: type[RagproofError] = DataError) -> str:
+    """The UTF-8 text of ``path``; ``error("PATH: WHAT file not found")`` or ``"cannot read WHAT: ..."``."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: {what} file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read {what}: {exc}") from None
 
 
 _Model = TypeVar("_Model", bound="BaseModel")
