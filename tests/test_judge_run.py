@@ -263,21 +263,12 @@ def test_estimate_calls_nothing_and_counts_tasks(server: JudgeServer, tmp_path: 
 
 def test_rescored_baseline_becomes_comparable(server: JudgeServer, tmp_path: Path) -> None:
     root = _project(tmp_path / "p", CASES, REPLAY)
+    judge_b = {"RAGPROOF_JUDGE_MODEL": "judge-b"}
     assert _ragproof(root, server, "run", "--out", "base", "--no-progress").returncode == 0
-    assert (
-        _ragproof(
-            root, server, "run", "--out", "cand", "--no-progress", RAGPROOF_JUDGE_MODEL="judge-b"
-        ).returncode
-        == 0
-    )
+    assert _ragproof(root, server, "run", "--out", "cand", "--no-progress", **judge_b).returncode == 0
     mixed = _ragproof(root, server, "compare", "base", "cand")
     assert mixed.returncode == 3 and "judge model" in mixed.stderr
-    assert (
-        _ragproof(
-            root, server, "rescore", "base", "--out", "base-b", RAGPROOF_JUDGE_MODEL="judge-b"
-        ).returncode
-        == 0
-    )
+    assert _ragproof(root, server, "rescore", "base", "--out", "base-b", **judge_b).returncode == 0
     fixed = _ragproof(root, server, "compare", "base-b", "cand")
     assert fixed.returncode == 0, fixed.stderr
 
