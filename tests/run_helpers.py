@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -11,7 +12,10 @@ from typing import Any
 
 import yaml
 
+from gate.adapters import Adapter
 from gate.artifact import Row, RunArtifact
+from gate.dataset import Case
+from gate.records import CaseOutput
 
 PIPELINES = Path(__file__).parent / "pipelines"
 TOPICS = ("refunds", "shipping", "warranty", "support", "pricing")
@@ -81,3 +85,16 @@ def ragproof(
         text=True,
         timeout=timeout,
     )
+
+
+def run_one_case(adapter: Adapter, question: str, k: int) -> CaseOutput:
+    """``adapter`` started, given one case, and closed (also when the case fails)."""
+
+    async def go() -> CaseOutput:
+        await adapter.start()
+        try:
+            return await adapter.run_case(Case(id="c1", question=question), k)
+        finally:
+            await adapter.close()
+
+    return asyncio.run(go())

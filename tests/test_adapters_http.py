@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from run_helpers import run_one_case
 from servers.pipeline_server import PipelineServer
 
 from gate.adapters import build_adapter, http_headers
@@ -32,14 +33,7 @@ def _adapter(url: str, **settings: Any) -> HttpAdapter:
 
 
 def _run(adapter: HttpAdapter, question: str, k: int = 3) -> CaseOutput:
-    async def go() -> CaseOutput:
-        await adapter.start()
-        try:
-            return await adapter.run_case(Case(id="c1", question=question), k)
-        finally:
-            await adapter.close()
-
-    return asyncio.run(go())
+    return run_one_case(adapter, question, k)
 
 
 def test_ok_returns_validated_chunks_and_answer(server: PipelineServer) -> None:

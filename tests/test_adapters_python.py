@@ -8,12 +8,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from run_helpers import run_one_case
 
 from gate.adapters import build_adapter
 from gate.adapters.base import AdapterError
 from gate.adapters.python import PythonAdapter
 from gate.config import parse_config
-from gate.dataset import Case
 from gate.environment import Environment
 from gate.errors import UsageError
 from gate.records import CaseOutput
@@ -76,14 +76,7 @@ def _build(config_dir: Path, target: str, cwd: Path | None = None) -> PythonAdap
 
 
 def _run(adapter: PythonAdapter, question: str = "q?", k: int = 2) -> CaseOutput:
-    async def go() -> CaseOutput:
-        await adapter.start()
-        try:
-            return await adapter.run_case(Case(id="1", question=question), k)
-        finally:
-            await adapter.close()
-
-    return asyncio.run(go())
+    return run_one_case(adapter, question, k)
 
 
 def test_object_target_from_the_config_directory(tmp_path: Path) -> None:
