@@ -253,8 +253,13 @@ def write_artifact(
 _D = TypeVar("_D", RunMeta, Summary)
 
 
-def _validation_error(exc: ValidationError, where: str) -> DataError:
+def _validation_error(exc: ValidationError, text: str, where: str) -> DataError:
+    """The one-line error for ``text`` failing validation (parsed again for JSON syntax details)."""
     if any(e.get("type") == "json_invalid" for e in exc.errors()):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as decode_error:
+            return DataError(f"{where}: {json_problem(decode_error)}")
         return DataError(f"{where}: malformed JSON")
     return DataError(f"{where}: {pydantic_message(exc)}")
 
@@ -278,12 +283,11 @@ def _validated_document(model: type[_D], text: str, where: str) -> _D:
     try:
         document = model.model_validate_json(text, strict=True)
     except ValidationError as exc:
-        try:
+        newer = None
+        with contextlib.suppress(ValueError):  # malformed JSON: reported below
             raw = json.loads(text)
-        except json.JSONDecodeError as decode_error:
-            raise DataError(f"{where}: {json_problem(decode_error)}") from None
-        newer = _newer_schema(raw.get("schema_version") if isinstance(raw, dict) else None, where)
-        raise (newer or _validation_error(exc, where)) from None
+            newer = _newer_schema(raw.get("schema_version") if isinstance(raw, dict) else None, where)
+        raise (newer or _validation_error(exc, text, where)) from None
     newer = _newer_schema(document.schema_version, where)
     if newer is not None:
         raise newer
@@ -337,7 +341,7 @@ def parse_rows(text: str, where: str) -> list[Row]:
             try:
                 row: Row = validate(line, strict=True)
             except ValidationError as exc:
-                raise _validation_error(exc, f"{where}:{lineno}") from None
+                raise _validation_error(exc, line, f"{where}:{lineno}") from None
             seen = first_line.setdefault(row.case_id, lineno)
             if seen != lineno:
                 raise DataError(

@@ -221,7 +221,11 @@ def test_reading_leaves_the_garbage_collector_as_it_was(tmp_path: Path, enabled:
         ),
         (SUMMARY_FILE, b"\xff\xfe", r"summary.json: not UTF-8 text"),
         (SUMMARY_FILE, b'{"cases": 1,', r"summary.json: malformed JSON \(Expecting"),
-        (ROWS_FILE, b'\n  \n{"case_id": "a", "kind": "qa",\n', r"rows.jsonl:3: malformed JSON"),
+        (
+            ROWS_FILE,
+            b'\n  \n{"case_id": "a", "kind": "qa",\n',
+            r"rows.jsonl:3: malformed JSON \(Expecting property name enclosed in double quotes at column 31\)",
+        ),
     ],
 )
 def test_malformed_files_name_the_file_and_line(
