@@ -243,6 +243,21 @@ def test_deterministic_whatever_the_thread_count():
     assert len(digests) == 1
 
 
+def test_worker_threads_run_blas_single_threaded_and_restore_it():
+    blas = stats._openblas_threads()
+    if blas is None:
+        pytest.skip("this numpy does not use OpenBLAS")
+    get, put = blas
+    before = get()
+    put(2)
+    try:
+        with stats._one_blas_thread():
+            assert get() == 1
+        assert get() == 2
+    finally:
+        put(before)
+
+
 def test_memory_stays_bounded_at_100k_cases():
     data = np.random.default_rng(1).random((100_000, 8))
     tracemalloc.start()
