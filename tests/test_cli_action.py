@@ -279,7 +279,13 @@ def test_push_to_the_default_branch_is_a_baseline_run(tmp_path: Path, server: Gi
     assert (out / "run.json").is_file() and (out / "rows.jsonl").is_file()
     assert json.loads((out / "run.json").read_text())["git"]["commit"] == MERGE_BASE
     assert result.outputs["decision"] == "none" and result.outputs["run-dir"] == ".ragproof/run"
-    assert "No baseline" in result.summary or "ragproof" in result.summary
+    assert result.summary.startswith("<!-- ragproof:ragproof -->\n## ragproof: 📌 Baseline run")
+    assert (
+        "This run of refs/heads/main records a baseline: no gate is decided on it. Once .ragproof/run "
+        "is uploaded as the ragproof-run artifact, pull requests are gated against these scores."
+    ) in result.summary
+    assert "retrieval.recall\\_at\\_k" in result.summary and "No baseline" not in result.summary
+    assert (result.workspace / ".ragproof" / "run-report.md").read_text() == result.summary
     assert server.state.requests == []  # no comparison, no comment, no check, not even a token needed
 
 

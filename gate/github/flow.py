@@ -197,18 +197,17 @@ class ActionFlow:
         return Target(head, None, self._baseline_workflow())
 
     def baseline_mode(self) -> Result:
-        from gate.report.markdown import ReportContext, render_no_baseline
+        from gate.report.markdown import ReportContext, render_run_summary
 
-        candidate = self.local_candidate()
-        scores = render_no_baseline(candidate, context=ReportContext(**self._links(None)))
-        # The renderer's text is written for a pull request without a baseline; say first
-        # what this run is for.
-        lead = (
-            f"> Baseline run of {md_escape(self.ctx.ref or 'this commit')}: upload {md_escape(self.inputs.out)} "
-            f"as the {md_escape(self.inputs.baseline_artifact)} artifact and later pull requests are gated "
-            "against it.\n\n"
+        run = self.local_candidate()
+        # Plain text: the renderer escapes it.
+        intro = (
+            f"This run of {self.ctx.ref or 'this commit'} records a baseline: no gate is decided on it. "
+            f"Once {self.inputs.out} is uploaded as the {self.inputs.baseline_artifact} artifact, "
+            "pull requests are gated against these scores."
         )
-        return Result("none", EXIT_OK, lead + scores, "neutral", f"{self.inputs.check_name}: baseline run")
+        report = render_run_summary(run, context=ReportContext(**self._links(None)), intro=intro)
+        return Result("none", EXIT_OK, report, "neutral", f"{self.inputs.check_name}: baseline run")
 
     def workflow_run_mode(self) -> Result:
         run = self.ctx.event.workflow_run
