@@ -22,6 +22,7 @@ from gate.environment import Environment
 from gate.judge.client import estimate_tokens
 from gate.judge.cost import EXPECTED_OUTPUT_TOKENS, call_cost
 from gate.judge.templates import SYSTEM_TEMPLATE, PromptSet
+from gate.metrics.base import MetricSpec
 
 ASSUMED_ANSWER_CHARS = 600
 ASSUMED_CHUNK_CHARS = 800
@@ -51,15 +52,11 @@ class Estimate:
     calls_by_task: dict[str, int] = field(default_factory=dict)
 
 
-def _tasks_for(case: Case, metric_names: list[str]) -> set[str]:
-    from gate.metrics import registry
-
-    specs = registry()
+def _tasks_for(case: Case, judged: list[tuple[str, MetricSpec]]) -> set[str]:
+    """The judge tasks of ``judged`` ((task, spec) of each selected judge metric) this case asks."""
     tasks: set[str] = set()
-    for name in metric_names:
-        task = METRIC_TASKS.get(name)
-        spec = specs.get(name)
-        if task is None or spec is None or case.kind not in spec.applies_to:
+    for task, spec in judged:
+        if case.kind not in spec.applies_to:
             continue
         if "expected_answer" in spec.needs and case.expected_answer is None:
             continue
@@ -99,12 +96,18 @@ def estimate_run(
     if config.composite is not None and any(n.startswith("composite.") for n in metric_names):
         # a composite computes the components it was not handed, judge ones included
         metric_names = [*metric_names, *config.composite.weights]
+    from gate.metrics import registry
+
+    specs = registry()
+    judged = [
+        (METRIC_TASKS[n], specs[n]) for n in dict.fromkeys(metric_names) if n in METRIC_TASKS and n in specs
+    ]
     cases = dataset.cases if isinstance(dataset, Dataset) else dataset
     prompts = PromptSet()
     calls: Counter[str] = Counter()
     tokens_in = tokens_out = 0
     for case in cases:
-        for task in sorted(_tasks_for(case, metric_names)):
+        for task in sorted(_tasks_for(case, judged)):
             calls[task] += 1
             tokens_in += _prompt_tokens(prompts, task, case, config.run.k)
             tokens_out += EXPECTED_OUTPUT_TOKENS[task]
