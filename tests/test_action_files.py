@@ -132,3 +132,15 @@ def test_readme_workflow_is_valid_and_matches_the_example(tmp_path: Path) -> Non
     assert yaml.safe_load(block) == example
     for link in re.findall(r"\]\(((?:examples|docs)/[^)#]+)\)", section):
         assert (ROOT / link).exists(), link
+
+
+def _table_names(markdown: str, heading: str) -> set[str]:
+    section = markdown.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([\w-]+)` \|", section, re.M))
+
+
+def test_docs_list_exactly_the_inputs_and_outputs_of_action_yml() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    docs = (ROOT / "docs" / "action.md").read_text()
+    assert _table_names(docs, "Inputs") == set(action["inputs"])
+    assert _table_names(docs, "Outputs") == set(action["outputs"])
