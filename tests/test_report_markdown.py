@@ -97,6 +97,20 @@ def test_hostile_case_id_renders_inert():
     assert any(HOSTILE not in line and "&#64;org" in line for line in _table_rows(text))
 
 
+def test_context_strings_are_escaped_too():
+    base, cand = fixed_runs()
+    hostile = ReportContext(
+        title="@org/ci <b>",
+        baseline_age="@team <i>3 days</i>",
+        baseline_commit="@c0ffee",
+        baseline_run_id="<img>|",
+    )
+    text = render_markdown(compare_runs(base, cand, GateConfig()), context=hostile)
+    assert not re.search(r"@\w", text) and "<b>" not in text and "<i>" not in text and "<img" not in text
+    assert "&#64;team &lt;i&gt;3 days&lt;/i&gt; old" in text
+    assert "run &lt;img&gt;\\|" in text
+
+
 @pytest.mark.parametrize(
     "text,expected",
     [
