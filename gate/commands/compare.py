@@ -53,8 +53,6 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.compare import compare_runs
     from gate.config import GateConfig, load_config
     from gate.decide import exit_code_for
-    from gate.report.html import render_compare_html
-    from gate.report.markdown import render_markdown
 
     gate_config = load_config(resolve(env, args.config), env.variables).gate if args.config else GateConfig()
     baseline = read_artifact(resolve(env, args.baseline))
@@ -62,9 +60,14 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     comparison = compare_runs(baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges)
     if args.json:
         write_text(resolve(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
+    # The renderers (and jinja2) load only when a report is asked for.
     if args.markdown:
+        from gate.report.markdown import render_markdown
+
         write_text(resolve(env, args.markdown), render_markdown(comparison), "Markdown report")
     if args.html:
+        from gate.report.html import render_compare_html
+
         write_text(
             resolve(env, args.html), render_compare_html(comparison, baseline, candidate), "HTML report"
         )
