@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -303,9 +303,10 @@ class GitHubClient:
             message += f" (the workflow's token may lack `permissions: {permission}`; add it to the job's permissions block)"
         return GitHubAPIError(message, status=status, endpoint=endpoint, permission=permission)
 
-    def _call(self, name: str, permission: str | None, /, **params: Any) -> requests.Response:
+    def _send(self, name: str, permission: str | None, send: Callable[[], Any]) -> requests.Response:
+        """``send()`` with its failures as one GitHubAPIError naming the endpoint."""
         try:
-            return self._operation(name)(raw_=True, **params)
+            return send()
         except _HTTPStatusError as exc:
             request = exc.response.request
             endpoint = f"{request.method} {requests.utils.urlparse(request.url).path}"
@@ -314,6 +315,9 @@ class GitHubClient:
             raise GitHubAPIError(
                 f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
             ) from None
+
+    def _call(self, name: str, permission: str | None, /, **params: Any) -> requests.Response:
+        return self._send(name, permission, lambda: self._operation(name)(raw_=True, **params))
 
     def call(self, name: str, /, *, permission: str | None = None, **params: Any) -> Any:
         """Call the ghapi operation ``name`` (``"repos.get"``) and return the decoded JSON."""
@@ -345,14 +349,9 @@ class GitHubClient:
                 raise GitHubAPIError(
                     f"GitHub API {name}: pagination link leaves {self.api_url}", endpoint=name
                 )
-            try:
-                response = self._transport.request("GET", next_url, raw=True)
-            except _HTTPStatusError as exc:
-                raise self._fail(f"GET {name} (next page)", permission, exc.response) from None
-            except requests.RequestException as exc:
-                raise GitHubAPIError(
-                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
-                ) from None
+            response = self._send(
+                name, permission, lambda url=next_url: self._transport.request("GET", url, raw=True)
+            )
 
     def download_artifact(self, artifact_id: int, destination: Path, *, max_bytes: int) -> int:
         """Download an artifact's zip to ``destination``; returns its size in bytes.
