@@ -97,6 +97,22 @@ def test_hostile_case_id_renders_inert():
     assert any(HOSTILE not in line and "&#64;org" in line for line in _table_rows(text))
 
 
+def test_family_wise_mode_is_stated():
+    base, cand = fixed_runs()
+    plain = render_markdown(compare_runs(base, cand, GateConfig()))
+    assert "Family-wise" not in plain
+    comparison = compare_runs(base, cand, GateConfig(family_wise=True))
+    family = comparison.settings.family_size
+    assert family > 1
+    text = render_markdown(comparison)
+    level = f"{(1 - 0.05 / family) * 100:.4f}".rstrip("0").rstrip(".")
+    assert (
+        f"Family-wise mode: each interval is at the Bonferroni level {level}% (95% over {family} gating gates)."
+        in text
+    )
+    assert f"({level}% paired bootstrap intervals" in text
+
+
 def test_context_strings_are_escaped_too():
     base, cand = fixed_runs()
     hostile = ReportContext(
