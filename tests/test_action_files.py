@@ -144,3 +144,13 @@ def test_docs_list_exactly_the_inputs_and_outputs_of_action_yml() -> None:
     docs = (ROOT / "docs" / "action.md").read_text()
     assert _table_names(docs, "Inputs") == set(action["inputs"])
     assert _table_names(docs, "Outputs") == set(action["outputs"])
+
+
+@pytest.mark.parametrize("name", ["pr-gate.yml", "fork-safe-candidate.yml", "sharded.yml"])
+def test_pull_request_runs_check_out_the_head_commit(name: str) -> None:
+    # The baseline is the run at the merge base: evaluating GitHub's merge commit instead would
+    # count the default branch's newer commits as the pull request's change.
+    workflow = yaml.safe_load((ROOT / "examples" / "workflows" / name).read_text())
+    for job in workflow["jobs"].values():
+        (checkout,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+        assert checkout["with"]["ref"] == "${{ github.event.pull_request.head.sha || github.sha }}"
