@@ -119,8 +119,25 @@ def test_requested_wait_parses_both_headers() -> None:
     assert requested_wait({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0) == 10.0
 
 
+SECONDARY = "You have exceeded a secondary rate limit"
+
+
+def test_secondary_limit_without_headers_waits_then_retries(server: GitHubServer) -> None:
+    server.state.fail("GET", r"/pulls/7$", 403, message=SECONDARY, times=2)
+    started = time.monotonic()
+    assert client_for(server, headerless_wait=0.3).call("pulls.get", pull_number=7)["number"] == 7
+    assert time.monotonic() - started >= 0.6
+    assert len([r for r in server.state.requests if r["path"].endswith("/pulls/7")]) == 3
+
+
 def test_secondary_limit_without_headers_is_reported_as_a_rate_limit(server: GitHubServer) -> None:
-    server.state.fail("GET", r"/pulls/7$", 403, message="You have exceeded a secondary rate limit", times=1)
+    # Three in a row, or a wait beyond the budget: a clear rate-limit failure, not a permission one.
+    server.state.fail("GET", r"/pulls/7$", 403, message=SECONDARY, times=3)
     with pytest.raises(GitHubAPIError, match="rate limited") as info:
-        client_for(server).call("pulls.get", pull_number=7)
+        client_for(server, headerless_wait=0.01).call("pulls.get", pull_number=7)
     assert info.value.rate_limited and "permissions" not in str(info.value)
+    server.state.fail("GET", r"/pulls/7$", 403, message=SECONDARY, times=1)
+    started = time.monotonic()
+    with pytest.raises(GitHubAPIError, match="rate limited"):
+        client_for(server, max_total_wait=30).call("pulls.get", pull_number=7)  # 60 s > 30 s
+    assert time.monotonic() - started < 5

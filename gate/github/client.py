@@ -13,6 +13,8 @@ Retry policy (per request):
   ``x-ratelimit-remaining: 0`` (primary). A plain 403 is a permission failure and never retried;
 - the wait honours ``Retry-After`` (seconds or an HTTP date) and otherwise
   ``x-ratelimit-reset`` (epoch seconds) when the quota is exhausted;
+- a secondary-rate-limit 403 without those headers (its message says so) is retried after
+  ``headerless_wait`` seconds (GitHub asks for at least a minute), at most twice;
 - the waits of all requests of one client (one action step) together are bounded by
   ``max_total_wait``: a request that would need a longer wait fails at once with a message
   saying how long GitHub asked for, so a throttled step ends in minutes, not hours.
@@ -237,6 +239,7 @@ class GitHubClient:
         max_total_wait: float = 120.0,
         status_retries: int = 4,
         backoff_factor: float = 1.0,
+        headerless_wait: float = 60.0,
     ) -> None:
         self.api_url = api_url.rstrip("/")
         self.repository = repository
@@ -254,6 +257,8 @@ class GitHubClient:
             respect_retry_after_header=True,
             budget=WaitBudget(max_total_wait),
         )
+        self._budget = retry.budget
+        self.headerless_wait = headerless_wait
         self._session = _session(token=token, retry=retry)
         self._blob_session = _session(token=None, retry=retry)
         owner, repo = repository.split("/", 1)
@@ -305,16 +310,35 @@ class GitHubClient:
 
     def _send(self, name: str, permission: str | None, send: Callable[[], Any]) -> requests.Response:
         """``send()`` with its failures as one GitHubAPIError naming the endpoint."""
-        try:
-            return send()
-        except _HTTPStatusError as exc:
-            request = exc.response.request
-            endpoint = f"{request.method} {requests.utils.urlparse(request.url).path}"
-            raise self._fail(endpoint, permission, exc.response) from None
-        except requests.RequestException as exc:
-            raise GitHubAPIError(
-                f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
-            ) from None
+        for attempt in range(3):
+            try:
+                return send()
+            except _HTTPStatusError as exc:
+                if attempt < 2 and self._wait_out_headerless_limit(exc.response):
+                    continue
+                request = exc.response.request
+                endpoint = f"{request.method} {requests.utils.urlparse(request.url).path}"
+                raise self._fail(endpoint, permission, exc.response) from None
+            except requests.RequestException as exc:
+                raise GitHubAPIError(
+                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
+                ) from None
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _wait_out_headerless_limit(self, response: requests.Response) -> bool:
+        """Sleep before retrying a secondary-rate-limit 403 that names no wait, if the budget allows.
+
+        Those with ``Retry-After`` or an exhausted quota were already retried by GitHubRetry.
+        """
+        if response.status_code != 403 or is_rate_limited(403, response.headers):
+            return False
+        if "secondary rate limit" not in _message_of(response).lower():
+            return False
+        if self.headerless_wait > self._budget.remaining:
+            return False
+        self._budget.remaining -= self.headerless_wait
+        time.sleep(self.headerless_wait)
+        return True
 
     def _call(self, name: str, permission: str | None, /, **params: Any) -> requests.Response:
         return self._send(name, permission, lambda: self._operation(name)(raw_=True, **params))
