@@ -154,3 +154,19 @@ def test_pull_request_runs_check_out_the_head_commit(name: str) -> None:
     for job in workflow["jobs"].values():
         (checkout,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
         assert checkout["with"]["ref"] == "${{ github.event.pull_request.head.sha || github.sha }}"
+
+
+def test_the_fork_safe_gate_follows_the_candidate_workflow() -> None:
+    def load(name: str) -> dict:
+        return yaml.safe_load((ROOT / "examples" / "workflows" / name).read_text())
+
+    candidate, gate = load("fork-safe-candidate.yml"), load("fork-safe-gate.yml")
+    # PyYAML reads the key `on` as True.
+    assert gate[True]["workflow_run"]["workflows"] == [candidate["name"]]
+    (upload,) = [s for s in candidate["jobs"]["run"]["steps"] if "upload-artifact" in str(s.get("uses"))]
+    (action,) = [s for s in gate["jobs"]["gate"]["steps"] if str(s.get("uses", "")).startswith("ragproof/")]
+    assert upload["with"]["name"] == action["with"]["baseline-artifact"]
+    # Stage 1 runs the pull request's code: no token, nothing posted, read-only permissions.
+    (run,) = [s for s in candidate["jobs"]["run"]["steps"] if str(s.get("uses", "")).startswith("ragproof/")]
+    assert (run["with"]["mode"], run["with"]["github-token"]) == ("run", "")
+    assert candidate["jobs"]["run"]["permissions"] == {"contents": "read"} and "env" not in run
