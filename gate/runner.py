@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import signal
 import time
 from collections.abc import Callable
@@ -52,7 +51,7 @@ from gate.artifact import (
     write_artifact,
 )
 from gate.config import Config
-from gate.dataset import Case, load_dataset
+from gate.dataset import Case, in_shard, load_dataset, shard_of
 from gate.environment import Environment
 from gate.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
 from gate.gitinfo import git_info
@@ -84,12 +83,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not 1 <= i <= n:
         raise UsageError(f"--shard: expected 1 <= I <= N, got {text!r}")
     return i, n
-
-
-def shard_of(case_id: str, count: int) -> int:
-    """The 1-based shard of ``case_id`` among ``count`` shards."""
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % count + 1
 
 
 def store_path(config: Config, env: Environment) -> Path:
@@ -334,11 +327,7 @@ def execute_run(
     check_out_dir(out_dir)
     dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
     metric_names = select_metric_names(config)
-    cases = [
-        (position, case)
-        for position, case in enumerate(dataset.cases)
-        if shard is None or shard_of(case.id, shard[1]) == shard[0]
-    ]
+    cases = [(position, case) for position, case in enumerate(dataset.cases) if in_shard(case.id, shard)]
     config_hash = config.config_hash()
     key = run_key(dataset.sha256, config_hash, shard)
     db_path = store_path(config, env)

@@ -117,11 +117,10 @@ def estimate_run(
 
 def run_estimate(config: Config, env: Environment, shard: tuple[int, int] | None = None) -> int:
     """Print the estimate of ``ragproof run --estimate`` (this shard's cases); returns exit code 0."""
-    from gate.dataset import load_dataset
-    from gate.runner import shard_of
+    from gate.dataset import in_shard, load_dataset
 
     dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
-    cases = [c for c in dataset.cases if shard is None or shard_of(c.id, shard[1]) == shard[0]]
+    cases = [c for c in dataset.cases if in_shard(c.id, shard)]
     estimate = estimate_run(config, cases)
     judge = config.judge
     if not judge.model:
