@@ -105,13 +105,15 @@ fi
 
 # Outbound HTTPS is re-signed by a proxy whose CA is only in the host's store: pip inside the
 # build is pointed at the host bundle through mounts, without changing the Dockerfile.
-printf '[global]\ncert = /run/host-ca/ca.crt\n' >"$JOB/pip.conf"
+HOST_CA=/etc/ssl/certs/ca-certificates.crt
+ca_mounts=()
+if [ -f "$HOST_CA" ]; then
+    printf '[global]\ncert = /run/host-ca/ca.crt\n' >"$JOB/pip.conf"
+    ca_mounts=(-v "$HOST_CA:/run/host-ca/ca.crt:ro" -v "$JOB/pip.conf:/etc/pip.conf:ro")
+fi
 log "building $IMAGE"
 previous="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
-podman build --quiet --network host \
-    --build-arg BASE_IMAGE="$BASE_IMAGE" \
-    -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca/ca.crt:ro \
-    -v "$JOB/pip.conf:/etc/pip.conf:ro" \
+podman build --quiet --network host --build-arg BASE_IMAGE="$BASE_IMAGE" "${ca_mounts[@]}" \
     -t "$IMAGE" "$ROOT" >/dev/null
 # The image this script tagged before, now untagged: drop it (kept while another run uses it).
 if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then
