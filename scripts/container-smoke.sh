@@ -50,10 +50,16 @@ cleanup() {
 trap cleanup EXIT
 
 # crun cannot run here ("cgroups in hybrid mode not supported") and podman's default open-file
-# limit exceeds the machine's hard limit: a containers.conf of our own, no edit under /etc.
-cat >"$JOB/containers.conf" <<'EOF'
+# limit exceeds the machine's hard limit: a containers.conf of our own, no edit under /etc,
+# with limits no higher than this machine's.
+at_most() { # LIMIT CAP: the smaller of a `ulimit -H` value and CAP
+    if [ "$1" = unlimited ] || [ "$1" -gt "$2" ]; then echo "$2"; else echo "$1"; fi
+}
+nofile="$(at_most "$(ulimit -Hn)" 20000)"
+nproc="$(at_most "$(ulimit -Hu)" 32768)"
+cat >"$JOB/containers.conf" <<EOF
 [containers]
-default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
 [engine]
 runtime = "runc"
 EOF
