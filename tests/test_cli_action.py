@@ -348,6 +348,8 @@ def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: G
     assert not (result.workspace / "seen-env.json").exists()  # nothing from the PR was executed
     (comment,) = _ours(state, 8)
     assert "❌ Blocked" in comment["body"]
+    trigger = event["workflow_run"]["html_url"]
+    assert f"({trigger}#artifacts)" in comment["body"]  # where the candidate's artifact is
     assert state.check_runs[0]["head_sha"] == "f1" * 20 and state.check_runs[0]["conclusion"] == "failure"
     assert result.outputs["baseline-sha"] == MERGE_BASE
 

@@ -96,6 +96,8 @@ class ActionFlow:
         self.out_dir = context.workspace_path(self.inputs.out)
         self._client: GitHubClient | None = None
         self._repository: Repository | None = None
+        # The run that holds the candidate's artifact: this one, or for workflow_run the trigger.
+        self._artifact_run_url = context.run_url
 
     # -- helpers -------------------------------------------------------------------------
     @property
@@ -236,6 +238,7 @@ class ActionFlow:
         candidate = fetch_artifact(
             self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
         )
+        self._artifact_run_url = run.html_url or self._artifact_run_url
         fallback = run.path.rsplit("/", 1)[-1] if run.path else None
         target = Target(run.head_sha, lookup.pull, self._baseline_workflow(fallback))
         return self.gate(candidate, target)
@@ -246,7 +249,7 @@ class ActionFlow:
 
         links: dict[str, object] = {
             "run_url": self.ctx.run_url,
-            "artifact_url": f"{self.ctx.run_url}#artifacts" if self.ctx.run_url else None,
+            "artifact_url": f"{self._artifact_run_url}#artifacts" if self._artifact_run_url else None,
             "marker": marker(self.inputs.check_name),
             "title": self.inputs.check_name,
             "now": datetime.now(UTC),
