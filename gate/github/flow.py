@@ -24,8 +24,9 @@ from pathlib import Path
 
 from gate.artifact import RunArtifact
 from gate.config import Config
+from gate.decide import exit_code_for
 from gate.environment import Environment
-from gate.errors import EXIT_FAILED, EXIT_NOT_COMPARABLE, EXIT_OK, NotComparableError, UsageError
+from gate.errors import EXIT_NOT_COMPARABLE, EXIT_OK, NotComparableError, UsageError
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -67,15 +68,6 @@ class Result:
     title: str
     baseline: BaselineSearch | None = None
     outputs: dict[str, str] = field(default_factory=dict)
-
-
-def exit_code_for(decision: str, fail_on: str) -> int:
-    """1 when ``decision`` reaches the ``fail_on`` level (block < review), else 0."""
-    if fail_on == "never" or decision not in ("block", "review"):
-        return EXIT_OK
-    if decision == "block" or fail_on == "review":
-        return EXIT_FAILED
-    return EXIT_OK
 
 
 class ActionFlow:
