@@ -119,8 +119,10 @@ def test_zip_slip_baseline_is_rejected_with_nothing_outside(server: GitHubServer
     run = server.state.add_run(head_sha=sha("c1"))
     server.state.add_artifact(run, "ragproof-run", buffer.getvalue())
     with pytest.raises(
-        DataError, match=r"baseline artifact 'ragproof-run' of run \d+: entry '../../escaped.txt'"
+        DataError, match=r"^baseline artifact 'ragproof-run' of run \d+: unsafe zip entry '../../escaped.txt'"
     ):
         _search(server, tmp_path)
     assert not list(tmp_path.rglob("escaped.txt"))
     assert not (tmp_path.parent / "escaped.txt").exists()
+    # The archive is read in place, never extracted, and the downloaded zip is removed.
+    assert [p for p in (tmp_path / "dl").rglob("*") if p.is_file()] == []
