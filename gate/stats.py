@@ -161,6 +161,54 @@ def _integer_scale(column: np.ndarray, bound: float) -> int | None:
     return None
 
 
+def _sparse_groups(rhs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+    """Float64 columns grouped by the units where they are nonzero (units, columns, their rhs),
+    or None to multiply densely.
+
+    Paired differences are mostly zero (most cases score the same in both runs) and a slice's
+    column is zero outside the slice, so a metric's columns usually fit in the few units where
+    its "all" column is nonzero. Sums over those units alone are the same exact sums (every
+    partial sum is exact on the grid), so a group multiplies only its units' counts. Grouping
+    pays when it avoids the float64 copy of the whole count matrix: every column must fit in a
+    group and the groups must cover under half the units in all.
+    """
+    n_units, q = rhs.shape
+    if q == 0:
+        return None
+    support = rhs != 0
+    sizes = support.sum(axis=0)
+    groups: list[tuple[np.ndarray, list[int]]] = []
+    for j in sorted(range(q), key=lambda j: (-int(sizes[j]), j)):
+        where = np.flatnonzero(support[:, j])
+        home = next((members for mask, members in groups if mask[where].all()), None)
+        if home is not None:
+            home.append(j)
+        elif len(groups) < 16:
+            groups.append((support[:, j], [j]))
+        else:
+            return None
+    units = [np.flatnonzero(mask) for mask, _ in groups]
+    if sum(u.size for u in units) * 2 > n_units:
+        return None
+    out = []
+    for u, (_, members) in zip(units, groups, strict=True):
+        columns = np.array(sorted(members))
+        out.append((u, columns, rhs[np.ix_(u, columns)]))
+    return out
+
+
+def _float64_product(
+    counts: np.ndarray, rhs: np.ndarray, groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None
+) -> np.ndarray:
+    """``counts @ rhs`` in float64, over each group's units only when ``groups`` is given."""
+    if groups is None:
+        return counts.astype(np.float64) @ rhs
+    out = np.zeros((counts.shape[0], rhs.shape[1]))
+    for units, members, sub_rhs in groups:
+        out[:, members] = counts[:, units].astype(np.float64) @ sub_rhs
+    return out
+
+
 def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """Resample statistics (resamples x columns) from the shared count blocks.
 
@@ -179,6 +227,7 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
     single = np.float32 if bound < _FLOAT32_EXACT else np.float64
     fast_rhs = np.hstack([np.round(sums[:, fast] * fast_scale), weights[:, first_columns]]).astype(single)
     slow_rhs = sums[:, slow]
+    slow_groups = _sparse_groups(slow_rhs)
     n_blocks = -(-resamples // BLOCK)
     per_task = max(1, TASK_CELLS // (BLOCK * n_units))
     tasks = [range(s, min(s + per_task, n_blocks)) for s in range(0, n_blocks, per_task)]
@@ -194,7 +243,7 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
         num = np.empty((counts.shape[0], q))
         num[:, fast] = product[:, : len(fast)] / fast_scale
         if slow:
-            num[:, slow] = counts.astype(np.float64) @ slow_rhs
+            num[:, slow] = _float64_product(counts, slow_rhs, slow_groups)
         den = product[:, len(fast) :][:, inverse]
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)

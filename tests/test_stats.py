@@ -197,6 +197,24 @@ def test_fraction_columns_match_the_float64_path(monkeypatch):
     assert np.allclose(fast.se, slow.se, rtol=0, atol=1e-12)
 
 
+def test_sparse_float64_columns_match_the_dense_product(monkeypatch):
+    rng = np.random.default_rng(3)
+    n = 600
+    changed = rng.random((n, 2)) < 0.1  # most cases score the same in both runs
+    diffs = np.where(changed, rng.random((n, 2)) - 0.5, 0.0)  # arbitrary reals: the float64 path
+    in_slice = rng.random(n) < 0.3
+    values = np.column_stack([diffs, np.where(in_slice[:, None], diffs, np.nan)])
+    taken = []
+    real_groups = stats._sparse_groups
+    monkeypatch.setattr(stats, "_sparse_groups", lambda rhs: taken.append(real_groups(rhs)) or taken[-1])
+    sparse = bootstrap_means(values, resamples=700, seed=4)
+    assert taken and taken[0] is not None and len(taken[0]) == 2  # one group per metric
+    monkeypatch.setattr(stats, "_sparse_groups", lambda rhs: None)
+    dense = bootstrap_means(values, resamples=700, seed=4)
+    for field in ("estimate", "lo", "hi", "se"):
+        assert np.array_equal(getattr(sparse, field), getattr(dense, field), equal_nan=True), field
+
+
 def test_columns_share_resamples_and_batching_does_not_change_results(monkeypatch):
     rng = np.random.default_rng(9)
     data = rng.random((700, 5))
