@@ -27,15 +27,17 @@ Formulas (calls per case in brackets; identical prompts and inputs are judged on
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.dataset import Case
 from gate.errors import JudgeError
-from gate.judge.session import Verdict
 from gate.judge.templates import neutralise
 from gate.metrics.base import MetricResult, ScoringContext, metric
 from gate.metrics.generation import REASON_NO_CITATIONS, cited_ids
 from gate.records import CaseOutput
+
+if TYPE_CHECKING:  # the session (HTTP client, templates) loads only when a judge is configured
+    from gate.judge.session import Verdict
 
 ANSWER_RELEVANCE_BANDS = {"relevant": 1.0, "partial": 0.5, "irrelevant": 0.0}
 COMPLETENESS_BANDS = {"complete": 1.0, "partial": 0.5, "missing": 0.0}

@@ -16,8 +16,6 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 SYSTEM_TEMPLATE = "system"
 REPAIR_TEMPLATE = "repair"
@@ -39,6 +37,8 @@ class PromptSet:
 
     def __init__(self, directory: Path = PROMPTS_DIR) -> None:
         self.directory = directory
+        import jinja2  # loaded with the first prompt set, not by the metric registry
+
         self._env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(str(directory)),
             undefined=jinja2.StrictUndefined,
