@@ -116,6 +116,9 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
     assert result.outputs["comment-url"] == comment["html_url"]
     assert result.outputs["run-dir"] == ".ragproof/run"  # relative: later steps run on the host
     assert (result.workspace / result.outputs["report"]).read_text() == comment["body"]
+    # run.json records the head commit that ran, not the merge commit in GITHUB_SHA.
+    meta = json.loads((result.workspace / ".ragproof" / "run" / "run.json").read_text())
+    assert meta["git"]["commit"] == HEAD
     assert "✅ Passed" in result.summary
     assert "::add-mask::ghs_write" in result.stdout and "::add-mask::sk-judge-secret" in result.stdout
     # The pipeline was imported after every credential had left the process environment.

@@ -38,8 +38,12 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         raise
 
 
-def pipeline_environment(env: Environment, cwd: Path) -> Environment:
-    """The Environment handed to the runner: no GitHub/Actions credentials, no inputs."""
+def pipeline_environment(env: Environment, cwd: Path, head_sha: str | None = None) -> Environment:
+    """The Environment handed to the runner: no GitHub/Actions credentials, no inputs.
+
+    On a pull request ``GITHUB_SHA`` is GitHub's merge commit, while the workflows check out
+    and run the head commit: ``head_sha`` replaces it so run.json records what really ran.
+    """
     from types import MappingProxyType
 
     from gate.github.context import SECRET_VARIABLES
@@ -49,6 +53,8 @@ def pipeline_environment(env: Environment, cwd: Path) -> Environment:
         for name, value in env.variables.items()
         if name not in SECRET_VARIABLES and not name.startswith("INPUT_")
     }
+    if head_sha:
+        kept["GITHUB_SHA"] = head_sha
     return Environment(variables=MappingProxyType(kept), cwd=cwd, stderr_is_tty=env.stderr_is_tty)
 
 
@@ -108,7 +114,8 @@ def _run(env: Environment) -> int:
     # adapters withhold the judge key from it. `install` runs user code: the same rule as a
     # command pipeline.
     _scrub_process_environment(judge_key_env)
-    pipeline_env = pipeline_environment(env, ctx.workspace)
+    pull = ctx.event.pull_request
+    pipeline_env = pipeline_environment(env, ctx.workspace, pull.head.sha if pull else None)
     if ctx.inputs.install:
         from gate.adapters.secrets import pipeline_environment as allowed_for_pipeline
 
