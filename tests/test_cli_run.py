@@ -22,7 +22,8 @@ SLOW_CASES = 40
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RAGPROOF_"))}
+    # Hermetic: CI's own CI=true would otherwise switch the progress output to plain lines.
+    env = {k: v for k, v in os.environ.items() if k != "CI" and not k.startswith(("GITHUB_", "RAGPROOF_"))}
     return {**env, **extra}
 
 
