@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gate.errors import DataError, pydantic_message
+from gate.errors import DataError, validated
 
 CaseKind = Literal["qa", "unanswerable", "injection"]
 CASE_KINDS: tuple[str, ...] = ("qa", "unanswerable", "injection")
@@ -112,10 +112,7 @@ def dataset_sha256(cases: tuple[Case, ...] | list[Case]) -> str:
 def _validate_case(raw: Any, where: str) -> Case:
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object with 'id' and 'question', got {type(raw).__name__}")
-    try:
-        return Case.model_validate(raw)
-    except ValidationError as exc:
-        raise DataError(f"{where}: {pydantic_message(exc)}") from None
+    return validated(Case, raw, where)
 
 
 def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from gate.environment import Environment
-from gate.errors import DataError, UsageError, pydantic_message
+from gate.errors import DataError, UsageError, pydantic_message, validated
 from gate.github.models import EventPayload
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -168,10 +168,7 @@ def _read_event(path: Path) -> EventPayload:
         raise DataError(f"{path}:{exc.lineno}: event file is not valid JSON: {exc.msg}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: event file: expected a JSON object")
-    try:
-        return EventPayload.model_validate(data)
-    except ValidationError as exc:
-        raise DataError(f"{path}: event payload: {pydantic_message(exc)}") from None
+    return validated(EventPayload, data, f"{path}: event payload")
 
 
 def build_context(env: Environment) -> GitHubContext:
