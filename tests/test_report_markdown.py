@@ -232,3 +232,20 @@ def test_context_rejects_unsafe_values():
         ReportContext(run_url="javascript:alert(1)")
     with pytest.raises(ValidationError):
         ReportContext(artifact_url="https://x/a) [evil](https://y")
+
+
+def test_notes_are_escaped_separate_quotes_and_nothing_for_no_notes() -> None:
+    from gate.report.markdown import render_notes
+
+    assert render_notes([]) == ""
+    text = render_notes(["@org/team <img src=x> | ---", "second"])
+    assert text == "\n> &#64;org/team &lt;img src=x&gt; \\| ---\n\n> second\n"
+
+
+def test_not_comparable_report_carries_the_marker_and_the_escaped_reason() -> None:
+    from gate.report.markdown import ReportContext, render_not_comparable
+
+    ctx = ReportContext(marker="<!-- ragproof:gate -->", title="gate")
+    text = render_not_comparable("judge differs: <b>@x</b>", context=ctx)
+    assert text.splitlines()[:2] == ["<!-- ragproof:gate -->", "## gate: runs not comparable"]
+    assert "<b>" not in text and "@x" not in text

@@ -41,11 +41,10 @@ from gate.github.context import GitHubContext
 from gate.github.models import PullRequest, Repository
 from gate.github.pulls import get_pull, pull_for_run
 from gate.github.workflow import WorkflowCommands
-from gate.report.escape import md_escape
 
 HOW_TO_MAKE_A_BASELINE = (
     "To make one, run this workflow on a push to the default branch with a step that uploads "
-    "the run directory as the {artifact} artifact (see `examples/workflows/pr-gate.yml`); "
+    "the run directory as the {artifact} artifact (see examples/workflows/pr-gate.yml); "
     "pull requests opened after that run are compared with it."
 )
 
@@ -256,18 +255,23 @@ class ActionFlow:
         return links
 
     @staticmethod
-    def _notes(search: BaselineSearch) -> str:
-        lines = []
+    def _notes(search: BaselineSearch, *first: str) -> str:
+        from gate.report.markdown import render_notes
+
+        lines = list(first)
         if search.baseline is not None and search.baseline.commits_behind:
-            lines.append(
-                md_escape(search.baseline.staleness()) + ": the newest baseline at or before the merge base."
-            )
-        lines += [md_escape(note) for note in search.notes[:10]]
-        return "\n" + "".join(f"\n> {line}" for line in lines) + "\n" if lines else ""
+            lines.append(search.baseline.staleness() + ": the newest baseline at or before the merge base.")
+        lines += search.notes[:10]
+        return render_notes(lines)
 
     def gate(self, candidate: RunArtifact, target: Target) -> Result:
         from gate.compare import compare_runs
-        from gate.report.markdown import ReportContext, render_markdown, render_no_baseline
+        from gate.report.markdown import (
+            ReportContext,
+            render_markdown,
+            render_no_baseline,
+            render_not_comparable,
+        )
 
         with self.commands.group("baseline discovery"):
             search = find_baseline(
@@ -287,12 +291,9 @@ class ActionFlow:
         context = ReportContext(**self._links(search))
         fail_on = self.inputs.fail_on or self.config.gate.fail_on
         if search.baseline is None:
-            how = HOW_TO_MAKE_A_BASELINE.format(artifact=md_escape(self.inputs.baseline_artifact))
+            how = HOW_TO_MAKE_A_BASELINE.format(artifact=self.inputs.baseline_artifact)
             body = render_no_baseline(candidate, context=context)
-            report = (
-                f"{body.rstrip()}\n\n> No baseline yet: {md_escape(search.reason)}. {how}\n"
-                + self._notes(search)
-            )
+            report = body.rstrip() + "\n" + self._notes(search, f"No baseline yet: {search.reason}. {how}")
             result = Result(
                 "none", EXIT_OK, report, "neutral", f"{self.inputs.check_name}: no baseline yet", search
             )
@@ -305,8 +306,7 @@ class ActionFlow:
                     allow_mixed_judges=self.inputs.allow_mixed_judges,
                 )
             except NotComparableError as exc:
-                name = md_escape(self.inputs.check_name)
-                report = f"{marker(self.inputs.check_name)}\n## {name}: runs not comparable\n\n{md_escape(str(exc))}\n"
+                report = render_not_comparable(str(exc), context=context)
                 self.commands.error(str(exc), title="ragproof")
                 result = Result(
                     "none",

@@ -314,3 +314,17 @@ def render_run_summary(
         )
 
     return _fit(render, MAX_CHARS)
+
+
+def render_notes(notes: list[str]) -> str:
+    """Plain-text notes as a quoted block to append below a report ('' when there are none).
+
+    Each note is escaped like every user string (it may quote API answers or file names).
+    """
+    return environment(False).get_template("notes.md.j2").render(notes=notes)
+
+
+def render_not_comparable(reason: str, *, context: ReportContext | None = None) -> str:
+    """The report when the baseline and the candidate cannot be compared: the reason, no gates."""
+    ctx = context or ReportContext()
+    return environment(False).get_template("not_comparable.md.j2").render(ctx=ctx, reason=reason)
