@@ -7,28 +7,25 @@
 - ``ThreadScorer`` (a judge is configured): judge metrics block on HTTP, so scoring runs on
   ``judge.concurrency`` threads and the loop keeps driving the pipeline meanwhile.
 
-Both return the same results: ``gate.scoring.score_case`` with a fresh context per case.
+Both return the same results: ``gate.scoring.score_case``, which gives each case a fresh context.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 from gate.dataset import Case
 from gate.metrics.base import MetricResult, ScoringContext
 from gate.records import CaseOutput
+from gate.scoring import score_case
 
 
 def score_with(
     ctx: ScoringContext, metric_names: list[str], case: Case, output: CaseOutput
 ) -> dict[str, MetricResult]:
-    from gate.scoring import score_case
-
-    # A fresh context per case: metrics may keep per-case state in ctx.extras.
-    fresh = dataclasses.replace(ctx, extras=dict(ctx.extras))
-    return score_case(case, output, fresh, metric_names)
+    # score_case keeps per-case state in its own copy of ctx, so one ctx serves every case.
+    return score_case(case, output, ctx, metric_names)
 
 
 class InlineScorer:
