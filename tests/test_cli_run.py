@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from run_helpers import comparable, make_cases, ragproof, write_config, write_dataset
+from run_helpers import PIPELINES, comparable, make_cases, ragproof, write_config, write_dataset
 
 from gate.artifact import read_artifact
 
@@ -122,7 +122,7 @@ def test_a_blocked_plain_pipeline_call_neither_loses_the_case_nor_holds_the_exit
 
 
 def test_command_pipeline_under_ragproof_run_cannot_read_the_tokens(tmp_path: Path) -> None:
-    script = Path(__file__).parent / "pipelines" / "jsonl_pipeline.py"
+    script = PIPELINES / "jsonl_pipeline.py"
     write_dataset(tmp_path, [{"id": "env", "question": "env: show me"}, {"id": "ok", "question": "ok: hi"}])
     write_config(
         tmp_path,

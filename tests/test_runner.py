@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from run_helpers import comparable, comparable_rows, make_cases, write_config, write_dataset
+from run_helpers import PIPELINES, comparable, comparable_rows, make_cases, write_config, write_dataset
 from servers.pipeline_server import PipelineServer
 
 from gate.aggregate import summarize
@@ -135,7 +135,7 @@ def test_http_pipeline_faults_each_end_in_a_row(tmp_path: Path) -> None:
 
 
 def test_command_pipeline_crashing_mid_run_loses_no_case(tmp_path: Path) -> None:
-    script = Path(__file__).parent / "pipelines" / "jsonl_pipeline.py"
+    script = PIPELINES / "jsonl_pipeline.py"
     expected = {
         "ok: first": "ok",
         "crashonce: the process dies, a new one answers": "ok",
