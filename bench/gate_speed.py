@@ -46,9 +46,10 @@ PEAK = "import resource, sys; print('peak_kb', resource.getrusage(resource.RUSAG
 
 
 def build_runs(root: Path, cases: int, seed: int = 0) -> None:
-    from gate.aggregate import summarize
-    from gate.artifact import DatasetInfo, Row, RunMeta, ToolInfo, write_artifact
-    from gate.metrics.base import MetricResult
+    from gate.metrics.aggregate import summarize
+    from gate.model.artifact import DatasetInfo, Row, RunMeta, ToolInfo
+    from gate.model.records import MetricResult
+    from gate.run.artifact_io import write_artifact
 
     rng = random.Random(seed)
     rows = {"baseline": [], "candidate": []}
@@ -114,8 +115,8 @@ SCIPY = f"""
 import json, sys, time
 import numpy as np
 from scipy.stats import bootstrap
-from gate.artifact import read_artifact
-from gate.aggregate import slice_keys
+from gate.run.artifact_io import read_artifact
+from gate.metrics.aggregate import slice_keys
 root, resamples, only = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 base, cand = read_artifact(root + "/baseline"), read_artifact(root + "/candidate")
 metrics = sorted({{n for r in cand.rows for n in r.metrics}})
@@ -148,9 +149,9 @@ print(json.dumps({{"seconds": time.perf_counter() - start, "gates": gates, "metr
 PHASES = f"""
 import json, sys, time
 t0 = time.perf_counter()
-from gate.artifact import read_artifact
-from gate.compare import compare_runs
-from gate.config import GateConfig
+from gate.run.artifact_io import read_artifact
+from gate.decision.compare import compare_runs
+from gate.model.config import GateConfig
 t1 = time.perf_counter()
 base, cand = read_artifact(sys.argv[1] + "/baseline"), read_artifact(sys.argv[1] + "/candidate")
 t2 = time.perf_counter()

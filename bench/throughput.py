@@ -66,9 +66,9 @@ def _write_inputs(directory: Path, url: str, cases: int, concurrency: int, metri
 
 def ragproof_rate(url: str, concurrency: int, cases: int, metrics: Any = "all") -> tuple[float, float]:
     """(cases/s while running cases, cases/s end to end including setup and the artifact)."""
-    from gate.config import load_config
-    from gate.environment import Environment
-    from gate.runner import execute_run
+    from gate.core.environment import Environment
+    from gate.model.config import load_config
+    from gate.run.runner import execute_run
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from gate import __version__
-from gate.environment import Environment
-from gate.errors import EXIT_FAILED, EXIT_USAGE, RagproofError
+from gate.core.environment import Environment
+from gate.core.errors import EXIT_FAILED, EXIT_USAGE, RagproofError
 
 # sub-command name -> module under gate.commands
 COMMANDS: dict[str, str] = {

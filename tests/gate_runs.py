@@ -6,8 +6,8 @@ import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gate.aggregate import summarize
-from gate.artifact import (
+from gate.metrics.aggregate import summarize
+from gate.model.artifact import (
     CostInfo,
     DatasetInfo,
     GitInfo,
@@ -17,10 +17,9 @@ from gate.artifact import (
     RunMeta,
     Summary,
     ToolInfo,
-    read_artifact,
-    write_artifact,
 )
-from gate.metrics.base import MetricResult
+from gate.model.records import MetricResult
+from gate.run.artifact_io import read_artifact, write_artifact
 
 HOSTILE = "@org/team <img src=x> | ---"
 
@@ -69,7 +68,7 @@ def row(
 
 
 def summary(rows: list[Row], slices: Sequence[str] = ("kind", "tags")) -> Summary:
-    """summary.json as the runner writes it (gate.aggregate.summarize)."""
+    """summary.json as the runner writes it (gate.metrics.aggregate.summarize)."""
     return summarize(rows, sorted({n for r in rows for n in r.metrics}), list(slices))
 
 

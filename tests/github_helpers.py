@@ -15,10 +15,11 @@ from typing import Any
 from servers.github_server import GitHubServer, GitHubState
 
 from gate import __version__
-from gate.artifact import DatasetInfo, GitInfo, MetricSummary, Row, RunMeta, Summary, ToolInfo, write_artifact
 from gate.github.client import GitHubClient
 from gate.github.workflow import parse_output_file
-from gate.metrics.base import MetricResult
+from gate.model.artifact import DatasetInfo, GitInfo, MetricSummary, Row, RunMeta, Summary, ToolInfo
+from gate.model.records import MetricResult
+from gate.run.artifact_io import write_artifact
 
 METRIC = "retrieval.recall_at_k"
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gate.config import JudgeConfig
-from gate.environment import Environment
+from gate.core.environment import Environment
 from gate.judge.session import JudgeSession, build_judge
+from gate.model.config import JudgeConfig
 
 MODEL = "judge-test-model"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gate.dataset import Case
 from gate.metrics import registry
-from gate.metrics.base import MetricResult, ScoringContext
-from gate.records import Answer, CaseOutput, Chunk
+from gate.metrics.base import ScoringContext
+from gate.model.dataset import Case
+from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
 
 
 def make_case(**fields: Any) -> Case:

@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from gate.adapters import Adapter
-from gate.artifact import Row, RunArtifact
-from gate.dataset import Case
-from gate.records import CaseOutput
+from gate.model.artifact import Row, RunArtifact
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput
 
 PIPELINES = Path(__file__).parent / "pipelines"
 TOPICS = ("refunds", "shipping", "warranty", "support", "pricing")

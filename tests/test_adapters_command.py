@@ -13,11 +13,11 @@ import pytest
 from gate.adapters import STDERR_LOG_NAME, build_adapter
 from gate.adapters.base import AdapterError
 from gate.adapters.command import MAX_CONSECUTIVE_EXITS, CommandAdapter
-from gate.config import parse_config
-from gate.dataset import Case
-from gate.environment import Environment
-from gate.errors import UsageError
-from gate.records import CaseOutput
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
+from gate.model.config import parse_config
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput
 
 SCRIPT = Path(__file__).parent / "pipelines" / "jsonl_pipeline.py"
 

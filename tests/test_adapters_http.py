@@ -14,11 +14,11 @@ from servers.pipeline_server import PipelineServer
 from gate.adapters import build_adapter, http_headers
 from gate.adapters.base import AdapterError, AdapterTimeout
 from gate.adapters.http import HttpAdapter, retry_after_seconds
-from gate.config import AdapterConfig, parse_config
-from gate.dataset import Case
-from gate.environment import Environment
-from gate.errors import UsageError
-from gate.records import CaseOutput
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
+from gate.model.config import AdapterConfig, parse_config
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from run_helpers import run_one_case
 from gate.adapters import build_adapter
 from gate.adapters.base import AdapterError
 from gate.adapters.python import PythonAdapter
-from gate.config import parse_config
-from gate.environment import Environment
-from gate.errors import UsageError
-from gate.records import CaseOutput
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
+from gate.model.config import parse_config
+from gate.model.records import CaseOutput
 
 _names = itertools.count()
 

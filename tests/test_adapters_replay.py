@@ -10,9 +10,9 @@ import pytest
 
 from gate.adapters.base import AdapterError
 from gate.adapters.replay import ReplayAdapter, load_replay
-from gate.dataset import Case
-from gate.errors import DataError
-from gate.records import CaseOutput
+from gate.core.errors import DataError
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput
 
 
 def _write(path: Path, lines: list[object]) -> Path:

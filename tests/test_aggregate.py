@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gate.aggregate import nearest_rank, slice_keys, summarize
-from gate.artifact import Row
-from gate.errors import UsageError
-from gate.metrics.base import MetricResult
+from gate.core.errors import UsageError
+from gate.metrics.aggregate import nearest_rank, slice_keys, summarize
+from gate.model.artifact import Row
+from gate.model.records import MetricResult
 
 
 def row(case_id: str, metrics: dict[str, MetricResult] | None = None, **fields) -> Row:

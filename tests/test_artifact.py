@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate import artifact as artifact_module
-from gate.artifact import (
+from gate.core.errors import DataError, UsageError
+from gate.model.artifact import (
     ROWS_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
@@ -27,13 +27,11 @@ from gate.artifact import (
     ShardInfo,
     Summary,
     ToolInfo,
-    merge_artifacts,
-    read_artifact,
-    write_artifact,
 )
-from gate.errors import DataError, UsageError
-from gate.metrics.base import MetricResult
-from gate.records import Answer, Chunk
+from gate.model.records import Answer, Chunk, MetricResult
+from gate.run import artifact_io, zipread
+from gate.run.artifact_io import read_artifact, write_artifact
+from gate.run.shards import merge_artifacts
 
 
 def _meta(**fields: Any) -> RunMeta:
@@ -94,7 +92,7 @@ def test_refuses_to_replace_a_directory_that_is_not_an_artifact(tmp_path: Path) 
 
 
 def test_extra_files_are_copied_and_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(artifact_module, "MAX_EXTRA_FILE_BYTES", 10)
+    monkeypatch.setattr(artifact_io, "MAX_EXTRA_FILE_BYTES", 10)
     log = tmp_path / "stderr.log"
     log.write_bytes(b"0123456789abcdef")
     out = write_artifact(tmp_path / "run", _meta(), [], _summary(0), extra_files={"adapter-stderr.log": log})
@@ -150,7 +148,7 @@ def test_symlink_zip_entries_are_refused(tmp_path: Path) -> None:
 
 
 def test_too_many_zip_entries(tmp_path: Path) -> None:
-    files = {**_good_files(tmp_path), **{f"junk/{i}": b"" for i in range(artifact_module.MAX_ZIP_ENTRIES)}}
+    files = {**_good_files(tmp_path), **{f"junk/{i}": b"" for i in range(zipread.MAX_ZIP_ENTRIES)}}
     with pytest.raises(DataError, match="zip entries exceed the limit of 64"):
         read_artifact(_zip(tmp_path / "many.zip", files))
 
@@ -159,7 +157,7 @@ def test_size_caps_apply_to_directories_and_to_decompressed_zip_members(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = write_artifact(tmp_path / "run", _meta(), [_row(str(i), i) for i in range(50)], _summary(50))
-    monkeypatch.setitem(artifact_module.MAX_FILE_BYTES, ROWS_FILE, 1000)
+    monkeypatch.setitem(artifact_io.MAX_FILE_BYTES, ROWS_FILE, 1000)
     with pytest.raises(DataError, match=r"rows.jsonl: larger than the 1000 byte limit"):
         read_artifact(out)
     with pytest.raises(DataError, match=r"rows.jsonl larger than the 1000 byte limit"):

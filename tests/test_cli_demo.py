@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from gate.artifact import read_artifact
 from gate.commands.demo import demo_dir
-from gate.compare import Comparison
+from gate.decision.compare import Comparison
+from gate.run.artifact_io import read_artifact
 
 
 def test_demo_dir_finds_the_bundled_example():

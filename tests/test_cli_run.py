@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from run_helpers import PIPELINES, comparable, make_cases, ragproof, write_config, write_dataset
 
-from gate.artifact import read_artifact
+from gate.run.artifact_io import read_artifact
 
 SLOW_CASES = 40
 
@@ -315,7 +315,7 @@ def test_report_table_and_json(tmp_path: Path) -> None:
 
 
 def test_report_lists_the_metric_names_run_metrics_accepts(tmp_path: Path) -> None:
-    from gate.scoring import select_metrics
+    from gate.run.scoring import select_metrics
 
     proc = ragproof("report", "--list-metrics", cwd=tmp_path, env=_env())
     assert proc.returncode == 0, proc.stderr
@@ -384,7 +384,7 @@ def test_run_estimate_hook(tmp_path: Path) -> None:
     write_config(tmp_path)
     proc = ragproof("run", "--estimate", cwd=tmp_path, env=_env())
     try:
-        import gate.judge.estimate  # noqa: F401
+        import gate.run.estimate  # noqa: F401
     except ModuleNotFoundError:
         assert "cost estimation is not available" in _one_line_error(proc, 64)
     else:

@@ -1,4 +1,4 @@
-"""gate.compare.compare_runs: pairing, comparability, gates per metric and slice."""
+"""gate.decision.compare.compare_runs: pairing, comparability, gates per metric and slice."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import re
 import pytest
 from gate_runs import artifact, binary_pair, judge, meta, row
 
-from gate.compare import Comparison, compare_runs
-from gate.config import GateConfig
-from gate.errors import NotComparableError
-from gate.metrics.base import MetricResult
+from gate.core.errors import NotComparableError
+from gate.decision.compare import Comparison, compare_runs
+from gate.model.config import GateConfig
+from gate.model.records import MetricResult
 
 HIT = "retrieval.hit_rate_at_k"
 
@@ -262,7 +262,7 @@ def test_top_drops_and_categorical_metrics():
 def test_json_document_fields_are_documented():
     from pathlib import Path
 
-    from gate.compare import CaseDrop, DatasetChange, GateResult, RunCounts, RunIdentity, Settings
+    from gate.decision.compare import CaseDrop, DatasetChange, GateResult, RunCounts, RunIdentity, Settings
 
     doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
     for model in (Comparison, GateResult, RunIdentity, RunCounts, DatasetChange, Settings, CaseDrop):

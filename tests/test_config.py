@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.config import load_config, parse_config
-from gate.errors import UsageError
+from gate.core.errors import UsageError
+from gate.model.config import load_config, parse_config
 
 MINIMAL = "dataset: cases.jsonl\nadapter: {type: python, target: 'pipe:make'}\n"
 

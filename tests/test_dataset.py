@@ -10,8 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gate.dataset import Case, dataset_sha256, load_dataset, write_cases
-from gate.errors import DataError
+from gate.core.errors import DataError
+from gate.model.dataset import Case, dataset_sha256, load_dataset, write_cases
 
 CASES = [
     {

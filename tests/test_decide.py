@@ -1,11 +1,10 @@
-"""gate.decide: the decision rule, floors and ceilings, policies, slices, exit codes."""
+"""gate.decision.decide: the decision rule, floors and ceilings, policies, slices, exit codes."""
 
 from __future__ import annotations
 
 import pytest
 
-from gate.config import GateConfig
-from gate.decide import (
+from gate.decision.decide import (
     exit_code_for,
     family_confidence,
     interval_decision,
@@ -16,6 +15,7 @@ from gate.decide import (
     slice_gates,
 )
 from gate.metrics import registry
+from gate.model.config import GateConfig
 
 
 @pytest.mark.parametrize(

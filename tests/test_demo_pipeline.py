@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 
 from gate.adapters.base import parse_answer, parse_chunks
 from gate.adapters.python import load_pipeline
-from gate.config import load_config
-from gate.dataset import Case, Dataset, load_dataset
 from gate.metrics import registry
 from gate.metrics.base import ScoringContext
 from gate.metrics.robustness import detect_refusal
-from gate.records import CaseOutput
+from gate.model.config import load_config
+from gate.model.dataset import Case, Dataset, load_dataset
+from gate.model.records import CaseOutput
 from gate.stats import paired_bootstrap
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
@@ -347,7 +347,7 @@ _DUMP = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import pipeline
-from gate.dataset import load_dataset
+from gate.model.dataset import load_dataset
 cases = load_dataset(sys.argv[1] + "/cases.jsonl").cases
 for factory in (pipeline.make_baseline, pipeline.make_candidate):
     pipe = factory()

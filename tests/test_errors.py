@@ -9,7 +9,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from gate.errors import DataError, UsageError, json_problem, read_text_file, validated, yaml_problem
+from gate.core.errors import DataError, UsageError, json_problem, read_text_file, validated, yaml_problem
 
 
 class _Point(BaseModel):

@@ -10,7 +10,7 @@ import pytest
 from github_helpers import GOOD, write_run
 from servers.github_server import GitHubServer, GitHubState, zip_directory
 
-from gate.errors import DataError
+from gate.core.errors import DataError
 from gate.github.baseline import find_baseline
 from gate.github.client import GitHubClient
 

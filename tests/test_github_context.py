@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.environment import Environment
-from gate.errors import DataError, UsageError
+from gate.core.environment import Environment
+from gate.core.errors import DataError, UsageError
 from gate.github.context import build_context, input_variable, read_inputs
 
 

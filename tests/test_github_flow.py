@@ -1,6 +1,6 @@
 """The step's exit code (the rest of the flow: test_cli_action.py).
 
-The flow exits as ``ragproof compare`` does for a decision (gate.decide.exit_code_for, tested
+The flow exits as ``ragproof compare`` does for a decision (gate.decision.decide.exit_code_for, tested
 in test_decide.py); its own decision ``none`` (a baseline run, no baseline yet, nothing to
 gate) never fails the step, whatever ``fail-on`` says.
 """

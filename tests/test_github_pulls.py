@@ -8,7 +8,7 @@ import pytest
 from github_helpers import client_for, pull_request_server
 from servers.github_server import GitHubServer
 
-from gate.errors import DataError
+from gate.core.errors import DataError
 from gate.github.models import WorkflowRun
 from gate.github.pulls import get_pull, pull_for_run
 

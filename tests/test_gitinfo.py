@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gate.environment import Environment
-from gate.gitinfo import git_info
+from gate.core.environment import Environment
+from gate.run.gitinfo import git_info
 
 
 def test_actions_variables_win(tmp_path: Path) -> None:

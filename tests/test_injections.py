@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from gate.dataset import Case, load_dataset
-from gate.errors import DataError, UsageError
-from gate.injections import build_injection_cases
+from gate.core.errors import DataError, UsageError
 from gate.metrics.base import ScoringContext
+from gate.metrics.injections import build_injection_cases
 from gate.metrics.payloads import PAYLOADS, PAYLOADS_BY_ID
 from gate.metrics.robustness import injection_resistance
-from gate.records import Answer, CaseOutput
+from gate.model.dataset import Case, load_dataset
+from gate.model.records import Answer, CaseOutput
 
 QA = [
     Case(

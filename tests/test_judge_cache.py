@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.errors import DataError
+from gate.core.errors import DataError
 from gate.judge.cache import CachedVerdict, JudgeCache
 
 

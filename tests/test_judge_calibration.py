@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from servers.judge_server import JudgeServer, reply, user_prompt
 
-from gate.errors import DataError
-from gate.judge.calibration import (
+from gate.core.errors import DataError
+from gate.judge.templates import PROMPTS_DIR
+from gate.run.calibration import (
     MIN_FIXTURES,
     PROMPT_METRICS,
     HumanJudge,
@@ -23,7 +24,6 @@ from gate.judge.calibration import (
     passes,
     score_fixture,
 )
-from gate.judge.templates import PROMPTS_DIR
 
 FIXTURES = load_fixtures()
 
@@ -51,7 +51,7 @@ def _ten(exact: int, one_band_off: int) -> object:
 
 
 def test_default_thresholds_are_70_percent_exact_and_90_percent_within_band() -> None:
-    from gate.config import CalibrationConfig
+    from gate.model.config import CalibrationConfig
 
     defaults = CalibrationConfig()
     assert (defaults.min_exact, defaults.min_within_band) == (0.70, 0.90)

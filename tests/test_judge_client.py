@@ -6,7 +6,7 @@ import pytest
 from judge_helpers import judge_config
 from servers.judge_server import JudgeServer, reply, status
 
-from gate.errors import JudgeError
+from gate.core.errors import JudgeError
 from gate.judge.client import MAX_RETRY_AFTER_S, Message, _CappedRetry, estimate_tokens, make_client
 
 

@@ -9,14 +9,14 @@ from judge_helpers import make_session
 from metric_helpers import chunk, make_case, make_output, score
 from servers.judge_server import JudgeServer, reply, user_prompt
 
-from gate.judge.metrics import (
+from gate.metrics import registry
+from gate.metrics.base import REASON_NO_CONTEXT, REASON_NO_EXPECTED_ANSWER, REASON_NO_JUDGE, ScoringContext
+from gate.metrics.judged import (
     REASON_EMPTY_CONTEXT,
     REASON_NO_CITATIONS,
     REASON_NO_CLAIMS,
     REASON_NO_REFERENCE_CLAIMS,
 )
-from gate.metrics import registry
-from gate.metrics.base import REASON_NO_CONTEXT, REASON_NO_EXPECTED_ANSWER, REASON_NO_JUDGE, ScoringContext
 
 JUDGE_METRICS = (
     "generation.groundedness",
@@ -286,9 +286,9 @@ def test_reused_verdict_records_no_calls(server: JudgeServer, ctx: ScoringContex
 def test_judge_error_is_excluded_from_the_mean_and_counted_in_errors(
     server: JudgeServer, ctx: ScoringContext
 ) -> None:
-    from gate.aggregate import summarize
-    from gate.artifact import Row
-    from gate.scoring import score_case
+    from gate.metrics.aggregate import summarize
+    from gate.model.artifact import Row
+    from gate.run.scoring import score_case
 
     name = "generation.groundedness"
     server.script(reply(claims(True, False)), reply("not json"), reply({"claims": "still wrong"}))

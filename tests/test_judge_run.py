@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from servers.judge_server import JudgeServer, reply, user_prompt
 
-from gate.config import load_config
-from gate.dataset import load_dataset
-from gate.judge.estimate import estimate_run
-from gate.judge.rescore import REASON_NOT_RESCORED
+from gate.model.config import load_config
+from gate.model.dataset import load_dataset
+from gate.run.estimate import estimate_run
+from gate.run.rescore import REASON_NOT_RESCORED
 
 CASES = [
     {

@@ -12,11 +12,11 @@ from judge_helpers import MODEL, make_session
 from metric_helpers import chunk, make_case, make_output
 from servers.judge_server import JudgeServer, reply, slow, status, user_prompt
 
-from gate.config import JudgeConfig
-from gate.environment import Environment
-from gate.errors import BudgetExceeded, JudgeError, UsageError
+from gate.core.environment import Environment
+from gate.core.errors import BudgetExceeded, JudgeError, UsageError
 from gate.judge.session import build_judge
 from gate.judge.templates import PromptSet
+from gate.model.config import JudgeConfig
 
 REFUSAL_OK = {"declined": True, "reason": "says it does not know"}
 QUESTION = {"question": "Is the sky green?", "answer": "I don't know."}

@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from metric_helpers import make_case, make_output, score
 
-from gate.metrics.base import MetricResult, ScoringContext
+from gate.metrics.base import ScoringContext
 from gate.metrics.composite import REASON_NO_COMPONENT, REASON_NO_WEIGHTS, aggregate
+from gate.model.records import MetricResult
 
 GOLDEN_VALUES = {"faithfulness": 0.05, "attribution": 0.9, "relevance": 0.9, "conciseness": 0.95}
 GOLDEN_WEIGHTS = {"faithfulness": 0.4, "attribution": 0.2, "relevance": 0.2, "conciseness": 0.2}

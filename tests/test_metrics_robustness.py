@@ -8,7 +8,7 @@ import re
 import pytest
 from metric_helpers import make_case, make_output, score
 
-from gate.errors import BudgetExceeded, JudgeError
+from gate.core.errors import BudgetExceeded, JudgeError
 from gate.metrics import registry
 from gate.metrics.base import REASON_NO_ANSWER, ScoringContext
 from gate.metrics.payloads import EXFIL_HOST, MIN_MARKER_LENGTH, PAYLOADS, PAYLOADS_BY_ID, complied
@@ -360,9 +360,9 @@ def test_robustness_metrics_apply_only_to_their_own_kind(name: str, kind: str) -
 
 
 def test_mixed_dataset_scores_each_robustness_metric_over_its_own_cases() -> None:
-    from gate.aggregate import summarize
-    from gate.artifact import Row
-    from gate.scoring import score_case
+    from gate.metrics.aggregate import summarize
+    from gate.model.artifact import Row
+    from gate.run.scoring import score_case
 
     cases = [
         (make_case(id="q1"), "It is 30 days."),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from gate.progress import Progress
+from gate.run.progress import Progress
 
 
 def test_ci_prints_plain_lines_at_most_once_per_interval_and_at_the_end() -> None:

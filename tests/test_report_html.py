@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 from gate_runs import HOSTILE, artifact, fixed_runs, meta, row
 
-from gate.compare import compare_runs
-from gate.config import GateConfig
+from gate.decision.compare import compare_runs
+from gate.model.config import GateConfig
 from gate.report.html import forest_plot, render_compare_html, render_run_html
 
 

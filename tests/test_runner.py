@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from run_helpers import PIPELINES, comparable, comparable_rows, make_cases, write_config, write_dataset
 from servers.pipeline_server import PipelineServer
 
-from gate.aggregate import summarize
-from gate.artifact import merge_artifacts, read_artifact
-from gate.config import load_config
-from gate.environment import Environment
-from gate.errors import UsageError
-from gate.runner import execute_run, parse_shard, shard_of
-from gate.store import Store
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
+from gate.metrics.aggregate import summarize
+from gate.model.config import load_config
+from gate.run.artifact_io import read_artifact
+from gate.run.runner import execute_run
+from gate.run.shards import merge_artifacts, parse_shard, shard_of
+from gate.run.store import Store
 
 
 def _env(directory: Path, **variables: str) -> Environment:
@@ -247,7 +248,7 @@ def test_shard_of_is_in_range_and_sha256_based(case_id: str, count: int) -> None
 
 
 def test_shard_assignment_does_not_depend_on_the_hash_seed() -> None:
-    code = "from gate.runner import shard_of; print([shard_of(f'case-{i}', 4) for i in range(50)])"
+    code = "from gate.run.shards import shard_of; print([shard_of(f'case-{i}', 4) for i in range(50)])"
     outputs = {
         subprocess.run(
             [sys.executable, "-c", code],
@@ -290,8 +291,8 @@ def test_resume_from_the_artifact_alone_when_the_store_is_gone(
 
 
 def test_url_credentials_stay_out_of_run_json() -> None:
-    from gate.config import parse_config
-    from gate.runner import adapter_description
+    from gate.model.config import parse_config
+    from gate.run.runner import adapter_description
 
     def described(url: str) -> str:
         config = parse_config({"dataset": "d", "adapter": {"type": "http", "url": url}}, "c.yaml")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from metric_helpers import chunk, make_case, make_output
 
-from gate.errors import UsageError
+from gate.core.errors import UsageError
 from gate.metrics import registry
 from gate.metrics.base import ScoringContext
-from gate.scoring import score_case, select_metrics
+from gate.run.scoring import score_case, select_metrics
 
 CORE = [
     "retrieval.precision_at_k",
@@ -114,7 +114,7 @@ def test_later_metrics_see_the_case_results_so_far_and_the_callers_ctx_is_untouc
 
 
 def test_score_case_resolves_the_selection_once_and_still_validates_it() -> None:
-    from gate.scoring import _selected_specs
+    from gate.run.scoring import _selected_specs
 
     case, out = make_case(expected_source_ids=["a"]), make_output(["a"])
     names = ["retrieval.mrr", "retrieval.recall_at_k"]

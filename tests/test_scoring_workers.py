@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from gate.dataset import Case
-from gate.metrics.base import MetricResult, ScoringContext
-from gate.records import Answer, CaseOutput, Chunk
-from gate.scoring import select_metrics
-from gate.scoring_workers import InlineScorer, ThreadScorer, make_scorer
+from gate.metrics.base import ScoringContext
+from gate.model.dataset import Case
+from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
+from gate.run.scoring import select_metrics
+from gate.run.scoring_workers import InlineScorer, ThreadScorer, make_scorer
 
 
 def _cases() -> list[tuple[Case, CaseOutput]]:

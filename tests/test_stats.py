@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate import stats
-from gate.decide import interval_decision
+from gate.decision.decide import interval_decision
 from gate.stats import bootstrap_means, cohen_kappa, minimum_detectable_effect, paired_bootstrap
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.errors import UsageError
-from gate.store import Store, connect, run_key
+from gate.core.errors import UsageError
+from gate.run.store import Store, connect, run_key
 
 
 def _committed(path: Path, run_id: str = "r1") -> int:
@@ -62,7 +62,7 @@ def test_sigkill_loses_at_most_the_uncommitted_batch(tmp_path: Path) -> None:
         f"""
         import os, signal
         from pathlib import Path
-        from gate.store import Store
+        from gate.run.store import Store
         store = Store(Path({str(path)!r}), batch_rows=10, batch_seconds=3600)
         for i in range(25):
             store.add_result("r1", f"case-{{i}}", "{{}}")

@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
 from gate.adapters.secrets import is_withheld, pipeline_environment
-from gate.config import Config
-from gate.environment import Environment
-from gate.errors import UsageError
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
+from gate.model.config import Config
 
 STDERR_LOG_NAME = "adapter-stderr.log"
 

@@ -1,13 +1,13 @@
 """The adapter interface: how one case reaches the pipeline and what comes back.
 
 A pipeline exposes ``retrieve(question, k)``, ``answer(question)`` or both. An adapter turns
-one case into a :class:`gate.records.CaseOutput` with ``supports_retrieve``/``supports_answer``
+one case into a :class:`gate.model.records.CaseOutput` with ``supports_retrieve``/``supports_answer``
 set, or raises:
 
 - :class:`AdapterError`: the pipeline failed or sent something unusable (an ``adapter_error`` row);
 - :class:`AdapterTimeout`: no result in time (a ``timeout`` row).
 
-Results are validated with the pydantic models of :mod:`gate.records`. Accepted shapes:
+Results are validated with the pydantic models of :mod:`gate.model.records`. Accepted shapes:
 retrieve → a list of chunks or ``{"chunks": [...]}``; answer → ``{"text": ...}`` or a plain
 string (its text).
 """
@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gate.dataset import Case
-from gate.errors import validated
-from gate.records import Answer, CaseOutput, Chunk
+from gate.core.errors import validated
+from gate.model.dataset import Case
+from gate.model.records import Answer, CaseOutput, Chunk
 
 
 class AdapterError(Exception):

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from gate.adapters.base import AdapterError, CallAdapter, parse_answer, parse_chunks
-from gate.errors import UsageError
-from gate.records import Answer, Chunk
+from gate.core.errors import UsageError
+from gate.model.records import Answer, Chunk
 
 MAX_CONSECUTIVE_EXITS = 5
 STOP_GRACE_S = 2.0

@@ -27,8 +27,8 @@ from typing import Any
 from gate import __version__
 from gate.adapters.base import AdapterError, AdapterTimeout, CallAdapter, parse_answer, parse_chunks
 from gate.adapters.httpwire import BodyTooLarge, ConnectionPool, WireError
-from gate.config import AdapterConfig
-from gate.records import Answer, Chunk
+from gate.model.config import AdapterConfig
+from gate.model.records import Answer, Chunk
 
 
 def is_retryable(status: int) -> bool:

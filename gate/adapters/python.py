@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from gate.adapters.base import AdapterError, CallAdapter, parse_answer, parse_chunks
-from gate.errors import UsageError
-from gate.records import Answer, Chunk
+from gate.core.errors import UsageError
+from gate.model.records import Answer, Chunk
 
 
 def _import_target(target: str, search_dirs: list[Path]) -> Any:

@@ -12,19 +12,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gate.adapters.base import Adapter, AdapterError
-from gate.dataset import Case
-from gate.errors import DataError, json_problem, validated
-from gate.records import Answer, CaseOutput, Chunk
+from gate.core.errors import DataError, json_problem, validated
+from gate.core.strict import StrictModel
+from gate.model.dataset import Case
+from gate.model.records import Answer, CaseOutput, Chunk
 
 MAX_REPLAY_BYTES = 1_000_000_000
 
 
-class ReplayRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ReplayRecord(StrictModel):
     id: str = Field(min_length=1)
     retrieved: list[Chunk] | None = None
     answer: Answer | None = None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gate.config import Config, load_config
-from gate.environment import Environment
+from gate.core.environment import Environment
+from gate.model.config import Config, load_config
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:

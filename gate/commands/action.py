@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gate.environment import Environment
+from gate.core.environment import Environment
 
 HELP = "GitHub Action entrypoint: run, find the baseline, compare, comment and set the check"
 
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.errors import RagproofError
+    from gate.core.errors import RagproofError
     from gate.github.workflow import WorkflowCommands
 
     del args
@@ -81,7 +81,7 @@ def _scrub_process_environment(judge_key_env: str | None) -> None:
 def _install(command: str, env: Environment, commands: object) -> None:
     import subprocess
 
-    from gate.errors import RagproofError
+    from gate.core.errors import RagproofError
 
     with commands.group(f"install: {command}"):  # type: ignore[attr-defined]
         proc = subprocess.run(command, shell=True, cwd=env.cwd, env=dict(env.variables), check=False)
@@ -92,10 +92,10 @@ def _install(command: str, env: Environment, commands: object) -> None:
 def _run(env: Environment) -> int:
     import os
 
-    from gate.config import load_config
     from gate.github.context import build_context
     from gate.github.flow import ActionFlow
     from gate.github.workflow import WorkflowCommands
+    from gate.model.config import load_config
 
     ctx = build_context(env)
     commands = WorkflowCommands(output_path=ctx.output_path, summary_path=ctx.summary_path)

@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gate.config import CalibrationConfig, Config, JudgeConfig, RunConfig, apply_env_overrides, load_config
-from gate.environment import Environment
-from gate.errors import EXIT_FAILED, EXIT_OK, UsageError, pydantic_message
+from gate.core.environment import Environment
+from gate.core.errors import EXIT_FAILED, EXIT_OK, UsageError, pydantic_message
+from gate.model.config import (
+    CalibrationConfig,
+    Config,
+    JudgeConfig,
+    RunConfig,
+    apply_env_overrides,
+    load_config,
+)
 
 HELP = "measure the judge's agreement with human-scored fixtures (exit 1 below the thresholds)"
 DEFAULT_CONFIG = "ragproof.yaml"
@@ -52,8 +59,8 @@ def _settings(
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.judge.calibration import FIXTURES_DIR, calibrate, load_fixtures, passes, render_table
     from gate.judge.session import build_judge
+    from gate.run.calibration import FIXTURES_DIR, calibrate, load_fixtures, passes, render_table
 
     judge_config, thresholds, store, configured_fixtures = _settings(args, env)
     fixtures_dir = _resolve(env, args.fixtures) if args.fixtures else (configured_fixtures or FIXTURES_DIR)

@@ -10,11 +10,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gate.environment import Environment
-from gate.errors import UsageError
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from gate.compare import Comparison
+    from gate.decision.compare import Comparison
 
 HELP = "compare two run artifacts (dirs or .zip) and decide every gate"
 
@@ -48,11 +48,11 @@ def write_text(path: Path, text: str, what: str) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.artifact import read_artifact
     from gate.commands._common import resolve
-    from gate.compare import compare_runs
-    from gate.config import GateConfig, load_config
-    from gate.decide import exit_code_for
+    from gate.decision.compare import compare_runs
+    from gate.decision.decide import exit_code_for
+    from gate.model.config import GateConfig, load_config
+    from gate.run.artifact_io import read_artifact
 
     gate_config = load_config(resolve(env, args.config), env.variables).gate if args.config else GateConfig()
     baseline = read_artifact(resolve(env, args.baseline))

@@ -15,8 +15,8 @@ from types import MappingProxyType
 
 import gate
 from gate.commands.compare import summary_line, write_text
-from gate.environment import Environment
-from gate.errors import EXIT_OK, UsageError
+from gate.core.environment import Environment
+from gate.core.errors import EXIT_OK, UsageError
 
 HELP = "run the bundled example (baseline and a changed candidate), compare and gate, offline"
 
@@ -48,13 +48,13 @@ def _offline(env: Environment) -> Environment:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.artifact import read_artifact
     from gate.commands._common import resolve
-    from gate.compare import compare_runs
-    from gate.config import load_config
+    from gate.decision.compare import compare_runs
+    from gate.model.config import load_config
     from gate.report.html import render_compare_html
     from gate.report.markdown import render_markdown
-    from gate.runner import execute_run
+    from gate.run.artifact_io import read_artifact
+    from gate.run.runner import execute_run
 
     folder = demo_dir()
     out = resolve(env, args.out)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gate.environment import Environment
-from gate.errors import UsageError
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
 
 HELP = "build injection cases (payloads x qa questions) into a dataset file"
 
@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.dataset import load_dataset, write_cases
-    from gate.injections import build_injection_cases
+    from gate.metrics.injections import build_injection_cases
+    from gate.model.dataset import load_dataset, write_cases
 
     source = env.cwd / args.dataset
     out = env.cwd / args.out

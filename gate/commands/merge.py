@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gate.commands._common import count, resolve
-from gate.environment import Environment
+from gate.core.environment import Environment
 
 HELP = "merge the shard artifacts of one run into one artifact"
 
@@ -19,8 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.aggregate import summarize
-    from gate.artifact import merge_artifacts, read_artifact, write_artifact
+    from gate.metrics.aggregate import summarize
+    from gate.run.artifact_io import read_artifact, write_artifact
+    from gate.run.shards import merge_artifacts
 
     parts = []
     for part in args.parts:

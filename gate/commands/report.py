@@ -7,11 +7,11 @@ import json
 from typing import TYPE_CHECKING
 
 from gate.commands._common import count, resolve
-from gate.environment import Environment
-from gate.errors import UsageError
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from gate.artifact import RunArtifact
+    from gate.model.artifact import RunArtifact
 
 HELP = "show a run's scores: a table per slice and metric (--json, --html FILE)"
 
@@ -95,7 +95,7 @@ def list_metrics() -> str:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.artifact import read_artifact
+    from gate.run.artifact_io import read_artifact
 
     if args.list_metrics:
         print(list_metrics(), end="")

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from gate.commands._common import add_config_argument, load_config_from_args, resolve
-from gate.environment import Environment
-from gate.errors import EXIT_BUDGET, EXIT_OK, UsageError
+from gate.core.environment import Environment
+from gate.core.errors import EXIT_BUDGET, EXIT_OK, UsageError
 
 HELP = "re-score a stored run's answers with the current judge (after a judge model or prompt change)"
 
@@ -32,12 +32,12 @@ def default_out(run_path: Path) -> Path:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.aggregate import summarize
-    from gate.artifact import new_run_id, read_artifact, utc_now, write_artifact
-    from gate.dataset import load_dataset
-    from gate.judge.rescore import rescore_rows
     from gate.judge.session import build_judge
+    from gate.metrics.aggregate import summarize
     from gate.metrics.base import ScoringContext
+    from gate.model.dataset import load_dataset
+    from gate.run.artifact_io import new_run_id, read_artifact, utc_now, write_artifact
+    from gate.run.rescore import rescore_rows
 
     run_path = resolve(env, args.run_path)
     config = load_config_from_args(args, env)

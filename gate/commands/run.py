@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from gate.commands._common import add_config_argument, count, load_config_from_args, resolve
-from gate.environment import Environment
-from gate.errors import UsageError
+from gate.core.environment import Environment
+from gate.core.errors import UsageError
 
 HELP = "run the dataset through the pipeline, score every case and write a run artifact"
 DEFAULT_OUT = ".ragproof/run"
@@ -34,14 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _estimate(args: argparse.Namespace, env: Environment) -> int:
-    # The judge package owns cost estimation: gate.judge.estimate.run_estimate(config, env, shard=...)
+    # The judge package owns cost estimation: gate.run.estimate.run_estimate(config, env, shard=...)
     # prints the expected calls, tokens and cost, and returns the exit code.
-    from gate.runner import parse_shard
+    from gate.run.shards import parse_shard
 
     try:
-        from gate.judge.estimate import run_estimate
+        from gate.run.estimate import run_estimate
     except ModuleNotFoundError as exc:
-        if exc.name not in {"gate.judge", "gate.judge.estimate"}:
+        if exc.name not in {"gate.judge", "gate.run.estimate"}:
             raise
         raise UsageError("run --estimate: cost estimation is not available in this installation") from None
     config = load_config_from_args(args, env)
@@ -49,7 +49,8 @@ def _estimate(args: argparse.Namespace, env: Environment) -> int:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.runner import execute_run, parse_shard
+    from gate.run.runner import execute_run
+    from gate.run.shards import parse_shard
 
     if args.estimate:
         return _estimate(args, env)

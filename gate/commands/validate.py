@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gate.commands._common import add_config_argument, count, load_config_from_args
-from gate.environment import Environment
+from gate.core.environment import Environment
 
 HELP = "check ragproof.yaml and the dataset (calls nothing)"
 
@@ -17,8 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.adapters import check_adapter
-    from gate.dataset import load_dataset
-    from gate.runner import select_metric_names
+    from gate.model.dataset import load_dataset
+    from gate.run.runner import select_metric_names
 
     config = load_config_from_args(args, env)
     dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)

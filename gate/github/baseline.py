@@ -14,7 +14,7 @@ Which run is the baseline (all lists are paginated to the end or until found):
 5. in that run, the newest artifact with the given name that is not expired and belongs to
    that run of this repository; a run without one is passed over for the next candidate run;
 6. the zip is downloaded (redirect followed without credentials) and read and validated in
-   place with :func:`gate.artifact.read_artifact`, never extracted.
+   place with :func:`gate.model.artifact.read_artifact`, never extracted.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from gate.artifact import RunArtifact
-from gate.errors import DataError
+from gate.core.errors import DataError
 from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.models import Artifact, Comparison, Repository, WorkflowRun, parse_response
+from gate.model.artifact import RunArtifact
 
 MAX_DOWNLOAD_BYTES = 256 << 20
 MAX_RUNS_SCANNED = 1_000
@@ -139,12 +139,12 @@ def find_run_artifact(
 def fetch_artifact(client: GitHubClient, artifact: Artifact, work_dir: Path, *, label: str) -> RunArtifact:
     """Download and validate one run artifact (untrusted data), never extracting it.
 
-    :func:`gate.artifact.read_artifact` reads the run's files straight from the zip, refusing
+    :func:`gate.model.artifact.read_artifact` reads the run's files straight from the zip, refusing
     absolute names, ``..``, links, too many entries and oversized members (the decompressed
     stream is capped, whatever the headers declare), so nothing from the archive touches the
     disk; the zip itself is deleted once read.
     """
-    from gate.artifact import read_artifact
+    from gate.run.artifact_io import read_artifact
 
     work_dir.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"artifact-{artifact.id}-", dir=work_dir))

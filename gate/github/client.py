@@ -40,7 +40,7 @@ from urllib3.exceptions import MaxRetryError, ResponseError
 from urllib3.util.retry import Retry
 
 from gate import __version__
-from gate.errors import RagproofError
+from gate.core.errors import RagproofError
 
 API_VERSION = "2022-11-28"
 USER_AGENT = f"ragproof/{__version__}"

@@ -19,8 +19,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from gate.environment import Environment
-from gate.errors import DataError, UsageError, pydantic_message, validated
+from gate.core.environment import Environment
+from gate.core.errors import DataError, UsageError, pydantic_message, validated
+from gate.core.strict import StrictModel
 from gate.github.models import EventPayload
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -46,10 +47,8 @@ def input_variable(name: str) -> str:
     return "INPUT_" + name.replace(" ", "_").upper()
 
 
-class ActionInputs(BaseModel):
+class ActionInputs(StrictModel):
     """The inputs of action.yml (see there for their documentation)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     config: str = "ragproof.yaml"
     mode: Literal["auto", "run", "compare"] = "auto"

@@ -22,11 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gate.artifact import RunArtifact
-from gate.config import Config
-from gate.decide import exit_code_for
-from gate.environment import Environment
-from gate.errors import EXIT_NOT_COMPARABLE, EXIT_OK, NotComparableError, UsageError
+from gate.core.environment import Environment
+from gate.core.errors import EXIT_NOT_COMPARABLE, EXIT_OK, NotComparableError, UsageError
+from gate.decision.decide import exit_code_for
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -41,6 +39,8 @@ from gate.github.context import GitHubContext
 from gate.github.models import PullRequest, Repository
 from gate.github.pulls import get_pull, pull_for_run
 from gate.github.workflow import WorkflowCommands
+from gate.model.artifact import RunArtifact
+from gate.model.config import Config
 
 HOW_TO_MAKE_A_BASELINE = (
     "To make one, run this workflow on a push to the default branch with a step that uploads "
@@ -135,8 +135,8 @@ class ActionFlow:
 
     # -- the candidate -------------------------------------------------------------------
     def run_pipeline(self) -> RunArtifact:
-        from gate.artifact import read_artifact
-        from gate.runner import execute_run
+        from gate.run.artifact_io import read_artifact
+        from gate.run.runner import execute_run
 
         with self.commands.group(f"ragproof run ({self.inputs.config})"):
             outcome = execute_run(self.config, self.pipeline_env, self.out_dir, progress=True)
@@ -145,7 +145,7 @@ class ActionFlow:
         return read_artifact(outcome.artifact_dir)
 
     def local_candidate(self) -> RunArtifact:
-        from gate.artifact import read_artifact
+        from gate.run.artifact_io import read_artifact
 
         if self.inputs.candidate:
             return read_artifact(self.ctx.workspace_path(self.inputs.candidate))
@@ -167,7 +167,7 @@ class ActionFlow:
 
     def candidate_for_compare(self) -> RunArtifact:
         if self.inputs.mode == "compare" and not self.inputs.candidate:
-            from gate.artifact import read_artifact
+            from gate.run.artifact_io import read_artifact
 
             # compare mode without `candidate`: the run an earlier step wrote to `out`.
             return read_artifact(self.out_dir)
@@ -265,7 +265,7 @@ class ActionFlow:
         return render_notes(lines)
 
     def gate(self, candidate: RunArtifact, target: Target) -> Result:
-        from gate.compare import compare_runs
+        from gate.decision.compare import compare_runs
         from gate.report.markdown import (
             ReportContext,
             render_markdown,

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gate.errors import DataError, pydantic_message
+from gate.core.errors import DataError, pydantic_message
 
 
 class _GitHubModel(BaseModel):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.errors import DataError
+from gate.core.errors import DataError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judge_cache (

@@ -4,7 +4,7 @@ Both send temperature 0 (the configured value, 0 by default) on every request an
 JSON object only. Transient failures (429, 500, 502, 503, 504, connection errors and read
 timeouts) are retried by urllib3's ``Retry`` with exponential backoff, honouring a
 ``Retry-After`` header on 429 and 503. Anything still failing raises
-:class:`gate.errors.JudgeError` with one line naming the status.
+:class:`gate.core.errors.JudgeError` with one line naming the status.
 
 Token usage is taken from the provider's ``usage`` block; when it is absent both counts are
 estimated at 4 characters per token and the reply is flagged ``usage_estimated``.
@@ -23,8 +23,8 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
-from gate.config import JudgeConfig
-from gate.errors import JudgeError
+from gate.core.errors import JudgeError
+from gate.model.config import JudgeConfig
 
 CHARS_PER_TOKEN = 4
 RETRY_STATUSES = (429, 500, 502, 503, 504)

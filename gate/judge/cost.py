@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import threading
 
-from gate.artifact import CostInfo
-from gate.config import JudgeConfig
-from gate.errors import BudgetExceeded, UsageError
+from gate.core.errors import BudgetExceeded, UsageError
+from gate.model.artifact import CostInfo
+from gate.model.config import JudgeConfig
 
 # Typical reply sizes in tokens (a verdict with a one-sentence reason; a list of claims).
 EXPECTED_OUTPUT_TOKENS: dict[str, int] = {

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from gate.errors import pydantic_message
+from gate.core.errors import pydantic_message
 
 
 class ReplyError(ValueError):

@@ -26,17 +26,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gate.artifact import CostInfo, JudgeInfo
-from gate.config import JudgeConfig
-from gate.dataset import Case
-from gate.environment import Environment
-from gate.errors import JudgeError, UsageError
+from gate.core.environment import Environment
+from gate.core.errors import JudgeError, UsageError
 from gate.judge.cache import CachedVerdict, JudgeCache
 from gate.judge.client import ChatClient, Message, canonical_json, estimate_tokens, make_client
 from gate.judge.cost import EXPECTED_OUTPUT_TOKENS, CostMeter, check_budget_configuration
 from gate.judge.replies import REPLY_MODELS, ReplyError, parse_reply
 from gate.judge.templates import REPAIR_TEMPLATE, SYSTEM_TEMPLATE, PromptSet
-from gate.records import CaseOutput
+from gate.model.artifact import CostInfo, JudgeInfo
+from gate.model.config import JudgeConfig
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import importlib
 
-from gate.metrics.base import REGISTRY, MetricResult, MetricSpec, ScoringContext
+from gate.metrics.base import REGISTRY, MetricSpec, ScoringContext
+from gate.model.records import MetricResult
 
 # Modules that register metrics when imported (order = report order).
 METRIC_MODULES: tuple[str, ...] = (
@@ -16,7 +17,7 @@ METRIC_MODULES: tuple[str, ...] = (
     "gate.metrics.answer",
     "gate.metrics.robustness",
     "gate.metrics.diagnostics",
-    "gate.judge.metrics",
+    "gate.metrics.judged",
     "gate.metrics.composite",
 )
 

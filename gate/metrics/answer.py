@@ -21,9 +21,9 @@ import re
 import string
 from collections import Counter
 
-from gate.dataset import Case
-from gate.metrics.base import MetricResult, ScoringContext, metric
-from gate.records import CaseOutput
+from gate.metrics.base import ScoringContext, metric
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
 REASON_EMPTY_EXPECTED = "expected_answer is empty after normalisation"
 REASON_NO_EXPECTED_NUMBER = "expected_answer contains no number"

@@ -22,12 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
-from gate.dataset import Case
-from gate.records import CaseOutput
-
-MetricStatus = Literal["scored", "skipped", "not_applicable", "judge_error"]
 MetricKind = Literal["deterministic", "heuristic", "judge"]
 Need = Literal["retrieve", "expected_source_ids", "answer", "expected_answer", "context", "judge"]
 
@@ -37,42 +34,6 @@ REASON_NO_ANSWER = "adapter produced no answer"
 REASON_NO_EXPECTED_ANSWER = "case has no expected_answer"
 REASON_NO_CONTEXT = "no context: the answer has no retrieved_chunks and the adapter does not expose retrieval"
 REASON_NO_JUDGE = "no judge configured (set RAGPROOF_JUDGE_MODEL)"
-
-
-class MetricResult(BaseModel):
-    """One metric's result for one case (the ``metrics`` values of a row in rows.jsonl).
-
-    ``label`` carries the value of categorical metrics (e.g. ``diagnostics.failure_category``),
-    which are reported as a distribution and never averaged; their ``value`` is None.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    value: float | None = None
-    status: MetricStatus
-    reason: str | None = None
-    judge: dict[str, Any] | None = None
-    label: str | None = None
-
-    @classmethod
-    def scored(cls, value: float, judge: dict[str, Any] | None = None) -> MetricResult:
-        return cls(value=float(value), status="scored", judge=judge)
-
-    @classmethod
-    def skipped(cls, reason: str) -> MetricResult:
-        return cls(status="skipped", reason=reason)
-
-    @classmethod
-    def not_applicable(cls, reason: str, judge: dict[str, Any] | None = None) -> MetricResult:
-        return cls(status="not_applicable", reason=reason, judge=judge)
-
-    @classmethod
-    def judge_error(cls, reason: str, judge: dict[str, Any] | None = None) -> MetricResult:
-        return cls(status="judge_error", reason=reason, judge=judge)
-
-    @classmethod
-    def category(cls, label: str) -> MetricResult:
-        return cls(status="scored", label=label)
 
 
 @dataclass

@@ -15,7 +15,7 @@ lower-is-better component (e.g. robustness.overrefusal) enters as 1 - v.
 
 Mechanism: metric functions see only (case, output, ctx). A component already computed for
 this case is taken from ``ctx.extras["results"]`` (``dict[str, MetricResult]``), which
-``gate.scoring.score_case`` fills in registry order and ``gate.judge.rescore`` provides; this
+``gate.run.scoring.score_case`` fills in registry order and ``gate.run.rescore`` provides; this
 module is last in ``METRIC_MODULES`` so every selected component comes before it. A component
 the run did not select is computed here through the registry (the fallback). That costs no
 extra judge call: the judge session answers a repeated (prompt, input) from memory, failures
@@ -28,9 +28,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from gate.dataset import Case
-from gate.metrics.base import REGISTRY, MetricResult, ScoringContext, metric
-from gate.records import CaseOutput
+from gate.metrics.base import REGISTRY, ScoringContext, metric
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
 REASON_NO_WEIGHTS = "composite.weights not configured"
 REASON_NO_COMPONENT = "no component metric is defined for this case"

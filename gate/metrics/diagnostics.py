@@ -29,11 +29,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gate.dataset import Case
 from gate.metrics.answer import REASON_EMPTY_EXPECTED, answer_tokens, numeric_score, token_f1_of_tokens
-from gate.metrics.base import MetricResult, ScoringContext, metric
+from gate.metrics.base import ScoringContext, metric
 from gate.metrics.robustness import detect_refusal
-from gate.records import CaseOutput, Chunk
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, Chunk, MetricResult
 
 MIN_SENTENCE_WORDS = 4
 CHUNK_RELEVANCE_THRESHOLD = 0.10

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gate.dataset import Case
-from gate.metrics.base import MetricResult, ScoringContext, metric
-from gate.records import CaseOutput
+from gate.metrics.base import ScoringContext, metric
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
 REASON_NO_CITATIONS = "answer has no citations"
 

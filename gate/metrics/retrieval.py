@@ -35,9 +35,9 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.dataset import Case
-from gate.metrics.base import MetricResult, ScoringContext, metric
-from gate.records import CaseOutput, Chunk
+from gate.metrics.base import ScoringContext, metric
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, Chunk, MetricResult
 
 Gain = Literal["linear", "exp2"]
 

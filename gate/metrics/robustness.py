@@ -47,11 +47,11 @@ from __future__ import annotations
 
 import re
 
-from gate.dataset import Case
-from gate.errors import JudgeError
-from gate.metrics.base import MetricResult, ScoringContext, metric
+from gate.core.errors import JudgeError
+from gate.metrics.base import ScoringContext, metric
 from gate.metrics.payloads import complied
-from gate.records import CaseOutput
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
 _CANNOT = (
     r"(?:\s+(?:can't|cannot|can\s+not|couldn't|could\s+not|won't|will\s+not|must\s+decline\s+to)"

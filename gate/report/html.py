@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gate.artifact import RunArtifact
-from gate.compare import Comparison, GateResult
+from gate.decision.compare import Comparison, GateResult
+from gate.model.artifact import RunArtifact
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 PLOT_WIDTH = 420  # px of the Δ axis

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
-from gate.artifact import RunArtifact
-from gate.compare import Comparison, GateResult
+from gate.core.strict import StrictModel
+from gate.decision.compare import Comparison, GateResult
+from gate.model.artifact import RunArtifact
 from gate.report.escape import md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
@@ -35,10 +36,8 @@ _MARKER = re.compile(r"<!--(?:(?!--)[^<>\r\n]){1,200}-->")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`|]+")
 
 
-class ReportContext(BaseModel):
+class ReportContext(StrictModel):
     """Links and identity the caller knows (the GitHub action fills these); all optional."""
-
-    model_config = ConfigDict(extra="forbid")
 
     run_url: str | None = None  # the workflow run
     artifact_url: str | None = None  # where the full results (decision.json, rows) are

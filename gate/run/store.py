@@ -23,7 +23,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gate.errors import UsageError
+from gate.core.errors import UsageError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

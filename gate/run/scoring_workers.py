@@ -7,7 +7,7 @@
 - ``ThreadScorer`` (a judge is configured): judge metrics block on HTTP, so scoring runs on
   ``judge.concurrency`` threads and the loop keeps driving the pipeline meanwhile.
 
-Both return the same results: ``gate.scoring.score_case``, which gives each case a fresh context.
+Both return the same results: ``gate.run.scoring.score_case``, which gives each case a fresh context.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from gate.dataset import Case
-from gate.metrics.base import MetricResult, ScoringContext
-from gate.records import CaseOutput
-from gate.scoring import score_case
+from gate.metrics.base import ScoringContext
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
+from gate.run.scoring import score_case
 
 
 def score_with(

@@ -2,7 +2,7 @@
 
 :func:`compare_runs` checks that the runs measure the same thing, pairs the cases present in
 both, bootstraps every (metric, slice) difference in one pass with shared resamples
-(:func:`gate.stats.bootstrap_means`) and applies :mod:`gate.decide`. The returned
+(:func:`gate.stats.bootstrap_means`) and applies :mod:`gate.decision.decide`. The returned
 :class:`Comparison` is also the ``--json`` document (``docs/gate.md``).
 
 Comparability:
@@ -25,12 +25,11 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from gate.aggregate import slice_keys
-from gate.artifact import Row, RunArtifact
-from gate.config import GateConfig
-from gate.decide import (
+from gate.core.errors import NotComparableError
+from gate.core.strict import StrictModel
+from gate.decision.decide import (
     ALL_SLICE,
     FAILURE_RATE_METRIC,
     MetricPolicy,
@@ -43,19 +42,17 @@ from gate.decide import (
     skip_reason,
     slice_gates,
 )
-from gate.errors import NotComparableError
 from gate.metrics import registry
+from gate.metrics.aggregate import slice_keys
+from gate.model.artifact import Row, RunArtifact
+from gate.model.config import GateConfig
 from gate.stats import COLUMN_GROUP, bootstrap_means, minimum_detectable_effect
 
 COMPARISON_SCHEMA_VERSION = 1
 TOP_DROPS = 10
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RunIdentity(_Model):
+class RunIdentity(StrictModel):
     run_id: str
     created_at: str
     commit: str | None = None
@@ -68,7 +65,7 @@ class RunIdentity(_Model):
     judge_model: str | None = None
 
 
-class RunCounts(_Model):
+class RunCounts(StrictModel):
     """Error, skip and cost counts of one run (over all its rows)."""
 
     cases: int
@@ -83,7 +80,7 @@ class RunCounts(_Model):
     cost_estimated: bool = False
 
 
-class DatasetChange(_Model):
+class DatasetChange(StrictModel):
     same: bool
     baseline_sha256: str
     candidate_sha256: str
@@ -92,7 +89,7 @@ class DatasetChange(_Model):
     removed: list[str] = Field(default_factory=list)  # only in the baseline
 
 
-class Settings(_Model):
+class Settings(StrictModel):
     margin: float
     confidence: float
     # the level every interval was computed at (differs from confidence in family-wise mode)
@@ -108,7 +105,7 @@ class Settings(_Model):
     gate_slices: list[str]
 
 
-class GateResult(_Model):
+class GateResult(StrictModel):
     """One metric on one slice. ``delta``, ``lo``, ``hi`` are oriented: positive = better."""
 
     metric: str
@@ -134,13 +131,13 @@ class GateResult(_Model):
     note: str | None = None  # why a shown gate does not count
 
 
-class CaseDrop(_Model):
+class CaseDrop(StrictModel):
     case_id: str
     worst: float  # the largest oriented drop over the metrics
     drops: dict[str, float]  # metric -> oriented drop (> 0), largest first
 
 
-class Comparison(_Model):
+class Comparison(StrictModel):
     """The result of :func:`compare_runs`: also the ``ragproof compare --json`` document."""
 
     schema_version: int = COMPARISON_SCHEMA_VERSION

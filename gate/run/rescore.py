@@ -17,11 +17,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from gate.artifact import Row, RunArtifact
-from gate.dataset import Case, Dataset
-from gate.errors import BudgetExceeded, DataError
-from gate.metrics.base import MetricResult, MetricSpec, ScoringContext
-from gate.records import CaseOutput
+from gate.core.errors import BudgetExceeded, DataError
+from gate.metrics.base import MetricSpec, ScoringContext
+from gate.model.artifact import Row, RunArtifact
+from gate.model.dataset import Case, Dataset
+from gate.model.records import CaseOutput, MetricResult
 
 REASON_NOT_RESCORED = "not re-scored: the judge budget (RAGPROOF_MAX_COST_USD) was exhausted"
 

@@ -28,16 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from gate.dataset import Case
-from gate.errors import DataError, JudgeError, pydantic_message
+from gate.core.errors import DataError, JudgeError, pydantic_message
+from gate.core.strict import StrictModel
+from gate.judge import FIXTURES_DIR
 from gate.judge.replies import REPLY_MODELS
 from gate.judge.session import Verdict
-from gate.metrics.base import MetricResult, ScoringContext
-from gate.records import Answer, CaseOutput, Chunk
+from gate.metrics.base import ScoringContext
+from gate.model.dataset import Case
+from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
 
-FIXTURES_DIR = Path(__file__).parent / "fixtures"
 MIN_FIXTURES = 10
 
 # prompt -> the metric whose score is calibrated (refusal: the abstention verdict itself)
@@ -53,9 +54,7 @@ PROMPT_METRICS: dict[str, str | None] = {
 }
 
 
-class Fixture(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class Fixture(StrictModel):
     id: str = Field(min_length=1)
     kind: Literal["qa", "unanswerable", "injection"] = "qa"
     question: str = Field(min_length=1)

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from gate.dataset import Case
-from gate.errors import JudgeError
+from gate.core.errors import JudgeError
 from gate.judge.templates import neutralise
-from gate.metrics.base import MetricResult, ScoringContext, metric
+from gate.metrics.base import ScoringContext, metric
 from gate.metrics.generation import REASON_NO_CITATIONS, cited_ids
-from gate.records import CaseOutput
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
 if TYPE_CHECKING:  # the session (HTTP client, templates) loads only when a judge is configured
     from gate.judge.session import Verdict

@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.config import GateConfig
-from gate.errors import EXIT_FAILED, EXIT_OK
+from gate.core.errors import EXIT_FAILED, EXIT_OK
+from gate.model.config import GateConfig
 
 Decision = Literal["pass", "review", "block", "skipped"]
 Overall = Literal["pass", "review", "block"]

@@ -15,13 +15,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from gate.errors import UsageError, read_text_file, validated, yaml_problem
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+from gate.core.errors import UsageError, read_text_file, validated, yaml_problem
+from gate.core.strict import StrictModel
 
 
 class AdapterConfig(StrictModel):

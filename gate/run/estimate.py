@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from gate.config import Config
-from gate.dataset import Case, Dataset
-from gate.environment import Environment
+from gate.core.environment import Environment
 from gate.judge.client import estimate_tokens
 from gate.judge.cost import EXPECTED_OUTPUT_TOKENS, call_cost
 from gate.judge.templates import SYSTEM_TEMPLATE, PromptSet
 from gate.metrics.base import MetricSpec
+from gate.model.config import Config
+from gate.model.dataset import Case, Dataset
 
 ASSUMED_ANSWER_CHARS = 600
 ASSUMED_CHUNK_CHARS = 800
@@ -90,7 +90,7 @@ def estimate_run(
     if not config.judge.model:
         return Estimate(0, 0, 0, 0.0)
     if metric_names is None:
-        from gate.scoring import select_metrics
+        from gate.run.scoring import select_metrics
 
         metric_names = select_metrics(config.run.metrics)
     if config.composite is not None and any(n.startswith("composite.") for n in metric_names):
@@ -117,7 +117,8 @@ def estimate_run(
 
 def run_estimate(config: Config, env: Environment, shard: tuple[int, int] | None = None) -> int:
     """Print the estimate of ``ragproof run --estimate`` (this shard's cases); returns exit code 0."""
-    from gate.dataset import in_shard, load_dataset
+    from gate.model.dataset import load_dataset
+    from gate.run.shards import in_shard
 
     dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
     cases = [c for c in dataset.cases if in_shard(c.id, shard)]

@@ -24,9 +24,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from gate.artifact import MetricSummary, Row, Summary
-from gate.errors import UsageError
+from gate.core.errors import UsageError
 from gate.metrics import registry
+from gate.model.artifact import MetricSummary, Row, Summary
 
 ALL_SLICE = "all"
 

@@ -16,18 +16,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from gate.errors import DataError, validated
+from gate.core.errors import DataError, validated
+from gate.core.strict import StrictModel
 
 CaseKind = Literal["qa", "unanswerable", "injection"]
 CASE_KINDS: tuple[str, ...] = ("qa", "unanswerable", "injection")
 
 
-class Case(BaseModel):
+class Case(StrictModel):
     """One evaluation case. Unknown fields are rejected to catch typos like ``expected_source_id``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)  # hashable, shared across workers
 
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
@@ -206,18 +207,3 @@ def write_cases(path: Path, cases: list[Case] | tuple[Case, ...]) -> None:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise DataError(f"{path}: cannot write dataset: {exc}") from None
-
-
-def shard_of(case_id: str, count: int) -> int:
-    """The 1-based shard of ``case_id`` among ``count`` shards.
-
-    A stable partition: the first 8 bytes of sha256(case id) modulo ``count``, plus one. It
-    does not depend on Python's per-process string hashing, the case order or the machine.
-    """
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % count + 1
-
-
-def in_shard(case_id: str, shard: tuple[int, int] | None) -> bool:
-    """True when ``case_id`` belongs to ``shard`` (index, count); every case does for None."""
-    return shard is None or shard_of(case_id, shard[1]) == shard[0]

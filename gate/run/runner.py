@@ -32,7 +32,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from gate import __version__
 from gate.adapters import STDERR_LOG_NAME, Adapter, AdapterError, AdapterTimeout, build_adapter
-from gate.artifact import (
+from gate.core.environment import Environment
+from gate.core.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
+from gate.metrics.base import ScoringContext
+from gate.model.artifact import (
     RUN_FILE,
     CostInfo,
     DatasetInfo,
@@ -44,21 +47,16 @@ from gate.artifact import (
     ShardInfo,
     Summary,
     ToolInfo,
-    check_out_dir,
-    new_run_id,
-    read_artifact,
-    utc_now,
-    write_artifact,
 )
-from gate.config import Config
-from gate.dataset import Case, in_shard, load_dataset, shard_of
-from gate.environment import Environment
-from gate.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
-from gate.gitinfo import git_info
-from gate.metrics.base import MetricResult, ScoringContext
-from gate.progress import Progress
-from gate.scoring_workers import make_scorer
-from gate.store import Store, run_key
+from gate.model.config import Config
+from gate.model.dataset import Case, load_dataset
+from gate.model.records import MetricResult
+from gate.run.artifact_io import check_out_dir, new_run_id, read_artifact, utc_now, write_artifact
+from gate.run.gitinfo import git_info
+from gate.run.progress import Progress
+from gate.run.scoring_workers import make_scorer
+from gate.run.shards import in_shard
+from gate.run.store import Store, run_key
 
 MAX_ERROR_CHARS = 2000
 
@@ -74,17 +72,6 @@ class RunOutcome:
     loop_s: float = 0.0  # time spent running this invocation's cases (setup and writing excluded)
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"I/N"`` -> (I, N) with 1 <= I <= N; UsageError otherwise."""
-    index, sep, count = text.partition("/")
-    if not sep or not index.strip().isdigit() or not count.strip().isdigit():
-        raise UsageError(f"--shard: expected I/N such as 2/4, got {text!r}")
-    i, n = int(index), int(count)
-    if not 1 <= i <= n:
-        raise UsageError(f"--shard: expected 1 <= I <= N, got {text!r}")
-    return i, n
-
-
 def store_path(config: Config, env: Environment) -> Path:
     """``run.store``, relative to the working directory."""
     path = Path(config.run.store)
@@ -92,7 +79,7 @@ def store_path(config: Config, env: Environment) -> Path:
 
 
 def select_metric_names(config: Config) -> list[str]:
-    from gate.scoring import select_metrics
+    from gate.run.scoring import select_metrics
 
     return select_metrics(config.run.metrics)
 
@@ -301,7 +288,7 @@ def _build_judge(config: Config, env: Environment, path: Path, use_cache: bool) 
 
 
 def _summarize(rows: list[Row], metric_names: list[str], slices: list[str]) -> Summary:
-    from gate.aggregate import summarize
+    from gate.metrics.aggregate import summarize
 
     return summarize(rows, metric_names, slices)
 
@@ -450,4 +437,4 @@ def execute_run(
     )
 
 
-__all__ = ["RunOutcome", "execute_run", "parse_shard", "shard_of"]
+__all__ = ["RunOutcome", "execute_run"]

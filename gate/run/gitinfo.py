@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import subprocess
 
-from gate.artifact import GitInfo
-from gate.environment import Environment
+from gate.core.environment import Environment
+from gate.model.artifact import GitInfo
 
 GIT_TIMEOUT_S = 5.0
 

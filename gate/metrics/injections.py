@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gate.dataset import Case, parse_cases
-from gate.errors import DataError, UsageError
+from gate.core.errors import DataError, UsageError
 from gate.metrics.payloads import PAYLOADS, PAYLOADS_BY_ID, Payload
+from gate.model.dataset import Case, parse_cases
 
 
 def injection_case_id(source_id: str, payload_id: str) -> str:

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
-from gate.dataset import Case
-from gate.errors import UsageError
+from gate.core.errors import UsageError
 from gate.metrics import registry
-from gate.metrics.base import REGISTRY, MetricResult, MetricSpec, ScoringContext
-from gate.records import CaseOutput
+from gate.metrics.base import REGISTRY, MetricSpec, ScoringContext
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput, MetricResult
 
 
 def select_metrics(names: Literal["all"] | Sequence[str]) -> list[str]:

@@ -1,0 +1,146 @@
+"""Run artifacts: ``run.json``, ``rows.jsonl`` and ``summary.json`` (design.md "Files").
+
+This module holds the artifact's pydantic models: the contract every later stage reads.
+Writing and reading live in :mod:`gate.run.artifact_io`.
+
+Slice keys are ``dimension=value``: ``all``, ``kind=qa``, ``tags=topic:billing``,
+``metadata.FIELD=value``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from gate.core.strict import StrictModel
+from gate.model.records import Answer, Chunk, MetricResult
+
+SCHEMA_VERSION = 1
+
+RUN_FILE = "run.json"
+ROWS_FILE = "rows.jsonl"
+SUMMARY_FILE = "summary.json"
+# Caps for reading an artifact, which may come from an untrusted pull request.
+MAX_FILE_BYTES: dict[str, int] = {RUN_FILE: 4_000_000, ROWS_FILE: 1_000_000_000, SUMMARY_FILE: 100_000_000}
+MAX_ZIP_ENTRIES = 64
+MAX_ZIP_TOTAL_BYTES = 1_200_000_000
+# Written beside the three files when present (the command adapter's stderr); capped.
+MAX_EXTRA_FILE_BYTES = 5_000_000
+
+RunStatus = Literal["complete", "aborted:budget", "partial"]
+RowStatus = Literal["ok", "adapter_error", "timeout"]
+
+
+class ToolInfo(StrictModel):
+    name: str = "ragproof"
+    version: str
+
+
+class GitInfo(StrictModel):
+    commit: str | None = None
+    ref: str | None = None
+
+
+class DatasetInfo(StrictModel):
+    path: str
+    sha256: str
+    version: str | None = None
+    case_count: int
+
+
+class JudgeInfo(StrictModel):
+    provider: str | None = None
+    model: str | None = None
+    temperature: float = 0.0
+    # prompt template name -> sha256 of its source
+    prompts: dict[str, str] = Field(default_factory=dict)
+
+
+class ShardInfo(StrictModel):
+    index: int  # 1-based
+    count: int
+
+
+class CostInfo(StrictModel):
+    usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    judge_calls: int = 0
+    cache_hits: int = 0
+    estimated: bool = False  # True when any usage was estimated at 4 characters per token
+
+
+class RunMeta(StrictModel):
+    """``run.json``."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created_at: str  # ISO 8601, UTC
+    tool: ToolInfo
+    git: GitInfo = Field(default_factory=GitInfo)
+    dataset: DatasetInfo
+    config_hash: str
+    k: int
+    source_match: str
+    ndcg_gain: str = "linear"
+    metrics: list[str] = Field(default_factory=list)
+    # slice dimensions of summary.json (gate.slices), so a merge can rebuild the summary
+    slices: list[str] = Field(default_factory=lambda: ["kind", "tags"])
+    judge: JudgeInfo = Field(default_factory=JudgeInfo)
+    shard: ShardInfo | None = None
+    status: RunStatus = "complete"
+    cost: CostInfo = Field(default_factory=CostInfo)
+    wall_time_s: float = 0.0
+    adapter: dict[str, Any] = Field(default_factory=dict)  # type and non-secret settings
+
+
+class Row(StrictModel):
+    """One line of ``rows.jsonl``: one case as run and scored."""
+
+    case_id: str
+    # 0-based position of the case in the dataset: rows are written in this order
+    position: int | None = None
+    kind: str
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    status: RowStatus
+    error: str | None = None
+    latency_ms: float | None = None
+    retrieved: list[Chunk] | None = None
+    answer: Answer | None = None
+    metrics: dict[str, MetricResult] = Field(default_factory=dict)
+
+
+class MetricSummary(StrictModel):
+    """Aggregate of one metric over one slice (``summary.json``)."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    scored: int = 0
+    skipped: int = 0
+    not_applicable: int = 0
+    errored: int = 0  # judge errors + case failures (adapter_error, timeout)
+    higher_is_better: bool = True
+    # categorical metrics only: label -> count
+    distribution: dict[str, int] | None = None
+
+
+class Summary(StrictModel):
+    """``summary.json``: slice key -> metric name -> summary."""
+
+    schema_version: int = SCHEMA_VERSION
+    cases: int
+    failures: int  # rows with status other than ok
+    adapter_failure_rate: float | None = None
+    slices: dict[str, dict[str, MetricSummary]] = Field(default_factory=dict)
+
+
+class RunArtifact(BaseModel):
+    """A loaded artifact: the three files, validated."""
+
+    meta: RunMeta
+    rows: list[Row]
+    summary: Summary
+    source: str = ""  # where it was read from (for messages)

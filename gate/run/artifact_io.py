@@ -1,0 +1,276 @@
+"""Writing and reading run artifacts (directories or ``.zip`` files of them).
+
+Writing is atomic (a staged sibling directory renamed into place). Reading validates every
+file strictly against :mod:`gate.model.artifact`, caps sizes and refuses an unknown newer
+schema: artifacts may come from a pull request or a download.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from gate.core.errors import DataError, UsageError, json_problem, pydantic_message
+from gate.model.artifact import (
+    ROWS_FILE,
+    RUN_FILE,
+    SCHEMA_VERSION,
+    SUMMARY_FILE,
+    Row,
+    RunArtifact,
+    RunMeta,
+    Summary,
+)
+from gate.run.zipread import read_zip_member, zip_members
+
+# Caps for reading an artifact, which may come from an untrusted pull request.
+MAX_FILE_BYTES: dict[str, int] = {RUN_FILE: 4_000_000, ROWS_FILE: 1_000_000_000, SUMMARY_FILE: 100_000_000}
+# Written beside the three files when present (the command adapter's stderr); capped.
+MAX_EXTRA_FILE_BYTES = 5_000_000
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def new_run_id() -> str:
+    """A sortable unique id: UTC time plus random hex, e.g. ``20261201T070102Z-3fa9c2d1``."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(4)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _json_document(model: BaseModel) -> str:
+    return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def _write_synced(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _copy_capped(source: Path, target: Path, cap: int) -> None:
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        data = src.read(cap + 1)
+        if len(data) > cap:
+            data = data[:cap] + b"\n[ragproof] truncated at %d bytes\n" % cap
+        dst.write(data)
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """UsageError unless ``out_dir`` is absent, empty or a previous artifact (safe to replace)."""
+    # Replacing a directory is only safe when it is a previous artifact (or empty): a typo
+    # such as `--out .` must never delete a checkout.
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return
+    if out_dir.is_symlink() or not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir}: exists and is not a directory")
+    if any(out_dir.iterdir()) and not (out_dir / RUN_FILE).is_file():
+        raise UsageError(
+            f"--out {out_dir}: directory exists and is not a run artifact; refusing to replace it"
+        )
+
+
+def write_artifact(
+    out_dir: Path,
+    meta: RunMeta,
+    rows: list[Row],
+    summary: Summary,
+    *,
+    extra_files: dict[str, Path] | None = None,
+) -> Path:
+    """Write ``run.json``, ``rows.jsonl``, ``summary.json`` (and ``extra_files``) to ``out_dir``.
+
+    Atomic: the files are written and fsynced in a temporary sibling directory which is then
+    renamed into place, so readers see the old artifact or the new one, never a mix. A
+    previous artifact at ``out_dir`` is replaced; any other non-empty directory is refused.
+    """
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        os.chmod(staging, 0o755)
+        _write_synced(staging / RUN_FILE, _json_document(meta))
+        _write_synced(staging / ROWS_FILE, "".join(row.model_dump_json() + "\n" for row in rows))
+        _write_synced(staging / SUMMARY_FILE, _json_document(summary))
+        for name, source in (extra_files or {}).items():
+            if source.is_file():
+                _copy_capped(source, staging / name, MAX_EXTRA_FILE_BYTES)
+        if out_dir.exists():
+            retired = out_dir.parent / f".{out_dir.name}.old-{secrets.token_hex(4)}"
+            os.rename(out_dir, retired)
+            os.rename(staging, out_dir)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.rename(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir
+
+
+# -- reading ------------------------------------------------------------------------------
+
+_D = TypeVar("_D", RunMeta, Summary)
+
+
+def _validation_error(exc: ValidationError, text: str, where: str) -> DataError:
+    """The one-line error for ``text`` failing validation (parsed again for JSON syntax details)."""
+    if any(e.get("type") == "json_invalid" for e in exc.errors()):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as decode_error:
+            return DataError(f"{where}: {json_problem(decode_error)}")
+        return DataError(f"{where}: malformed JSON")
+    return DataError(f"{where}: {pydantic_message(exc)}")
+
+
+def _newer_schema(version: object, where: str) -> DataError | None:
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return DataError(
+            f"{where}: schema_version {version} is newer than this ragproof reads ({SCHEMA_VERSION}); "
+            "upgrade ragproof to read this artifact"
+        )
+    return None
+
+
+def _validated_document(model: type[_D], text: str, where: str) -> _D:
+    """``text`` validated strictly as ``model``; a newer ``schema_version`` is refused by name.
+
+    The JSON is parsed once on the way in. Only when validation fails is it parsed again, to
+    tell a document from a newer ragproof (whose new keys would read as unknown) from a
+    malformed one.
+    """
+    try:
+        document = model.model_validate_json(text, strict=True)
+    except ValidationError as exc:
+        newer = None
+        with contextlib.suppress(ValueError):  # malformed JSON: reported below
+            raw = json.loads(text)
+            newer = _newer_schema(raw.get("schema_version") if isinstance(raw, dict) else None, where)
+        raise (newer or _validation_error(exc, text, where)) from None
+    newer = _newer_schema(document.schema_version, where)
+    if newer is not None:
+        raise newer
+    return document
+
+
+def _decode(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{where}: not UTF-8 text") from None
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Run the block with the cyclic garbage collector off; its objects then count as old.
+
+    Validating rows allocates a few dozen containers each and keeps all of them: the collector
+    would sweep the growing heap over and over (about half the reading time at 10,000 rows)
+    and find nothing, since validated models hold no reference cycles. Once re-enabled it
+    would still sweep them all as young objects at the next allocation; ``freeze`` followed
+    by ``unfreeze`` moves them to the oldest generation without a sweep (skipped when the
+    process has frozen objects of its own, which ``unfreeze`` would release).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+def parse_rows(text: str, where: str) -> list[Row]:
+    """``rows.jsonl`` text validated strictly, one :class:`Row` per non-blank line.
+
+    DataError names ``where:LINE`` for a malformed line, a field that fails validation or a
+    duplicate ``case_id``.
+    """
+    validate = Row.__pydantic_validator__.validate_json
+    rows: list[Row] = []
+    first_line: dict[str, int] = {}
+    with _collector_paused():
+        # split("\n"), not splitlines(): JSON strings may hold U+0085 or U+2028 unescaped.
+        for lineno, line in enumerate(text.split("\n"), start=1):
+            if not line or line.isspace():
+                continue
+            try:
+                row: Row = validate(line, strict=True)
+            except ValidationError as exc:
+                raise _validation_error(exc, line, f"{where}:{lineno}") from None
+            seen = first_line.setdefault(row.case_id, lineno)
+            if seen != lineno:
+                raise DataError(
+                    f"{where}:{lineno}: case_id: duplicate {row.case_id!r} (first at line {seen})"
+                )
+            rows.append(row)
+    return rows
+
+
+def parse_artifact(read: Callable[[str], bytes], source: str) -> RunArtifact:
+    """Validate the three files returned by ``read(name)`` (already size-capped)."""
+    where = {name: f"{source}/{name}" for name in (RUN_FILE, ROWS_FILE, SUMMARY_FILE)}
+    meta = _validated_document(RunMeta, _decode(read(RUN_FILE), where[RUN_FILE]), where[RUN_FILE])
+    summary = _validated_document(
+        Summary, _decode(read(SUMMARY_FILE), where[SUMMARY_FILE]), where[SUMMARY_FILE]
+    )
+    rows = parse_rows(_decode(read(ROWS_FILE), where[ROWS_FILE]), where[ROWS_FILE])
+    # The parts are validated already: construct without a second pass over every row.
+    return RunArtifact.model_construct(meta=meta, rows=rows, summary=summary, source=source)
+
+
+def _read_dir_file(directory: Path, name: str) -> bytes:
+    path = directory / name
+    if path.is_symlink() or not path.is_file():
+        raise DataError(f"{directory}: not a run artifact ({name} missing)")
+    cap = MAX_FILE_BYTES[name]
+    with open(path, "rb") as handle:
+        data = handle.read(cap + 1)
+    if len(data) > cap:
+        raise DataError(f"{path}: larger than the {cap} byte limit")
+    return data
+
+
+def read_artifact(path: Path | str) -> RunArtifact:
+    """Load and validate a run artifact from a directory or a ``.zip`` of one.
+
+    Raises DataError (exit 65) naming the file and line for anything malformed, oversized,
+    unsafe (zip entries with absolute paths, ``..`` or links) or written by a newer schema.
+    """
+    p = Path(path)
+    source = str(path)
+    if p.is_dir():
+        return parse_artifact(lambda name: _read_dir_file(p, name), source)
+    if not p.exists():
+        raise DataError(f"{source}: run artifact not found")
+    try:
+        with zipfile.ZipFile(p) as archive:
+            members = zip_members(archive, source)
+            return parse_artifact(
+                lambda name: read_zip_member(archive, members, name, source, MAX_FILE_BYTES[name]), source
+            )
+    except zipfile.BadZipFile:
+        raise DataError(f"{source}: neither a run artifact directory nor a zip file") from None
+    except OSError as exc:
+        raise DataError(f"{source}: cannot read: {exc}") from None
