@@ -83,8 +83,8 @@ def test_hostile_case_id_renders_inert():
     c_rows.append(row(HOSTILE, {"retrieval.hit_rate_at_k": 0.0}))
     comparison = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
     text = render_markdown(comparison)
-    assert "@org" not in text and "<img" not in text
-    assert "&#64;org/team &lt;img src=x&gt; \\| ---" in text
+    assert "@org" not in text and "&#64;" not in text and "<img" not in text
+    assert "@\u200borg/team &lt;img src=x&gt; \\| ---" in text
     # every table row has as many cell separators as its header
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -94,7 +94,7 @@ def test_hostile_case_id_renders_inert():
             while j < len(lines) and lines[j].startswith("|"):
                 assert _cells(lines[j]) == header, lines[j]
                 j += 1
-    assert any(HOSTILE not in line and "&#64;org" in line for line in _table_rows(text))
+    assert any(HOSTILE not in line and "@\u200borg" in line for line in _table_rows(text))
 
 
 def test_family_wise_mode_is_stated():
@@ -123,7 +123,7 @@ def test_context_strings_are_escaped_too():
     )
     text = render_markdown(compare_runs(base, cand, GateConfig()), context=hostile)
     assert not re.search(r"@\w", text) and "<b>" not in text and "<i>" not in text and "<img" not in text
-    assert "&#64;team &lt;i&gt;3 days&lt;/i&gt; old" in text
+    assert "@\u200bteam &lt;i&gt;3 days&lt;/i&gt; old" in text
     assert "run &lt;img&gt;\\|" in text
 
 
@@ -131,7 +131,7 @@ def test_context_strings_are_escaped_too():
     "text,expected",
     [
         ("plain id-1.2", "plain id-1.2"),
-        ("@here", "&#64;here"),
+        ("@here", "@\u200bhere"),
         ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;"),
         ("a|b", "a\\|b"),
         ("line\nbreak\r\nx", "line break x"),
@@ -218,7 +218,7 @@ def test_run_summary_reads_as_a_baseline_and_escapes_its_wording():
         == no_baseline.split("Run 20261128T120000Z-base", 1)[1]
     )
     text = render_run_summary(base, heading="Baseline of @org/team", intro="Stored as <b>x</b> | y\n# z")
-    assert "## ragproof: Baseline of &#64;org/team\n" in text
+    assert "## ragproof: Baseline of @\u200borg/team\n" in text
     assert "\nStored as &lt;b&gt;x&lt;/b&gt; \\| y # z\n" in text
 
 
@@ -239,7 +239,7 @@ def test_notes_are_escaped_separate_quotes_and_nothing_for_no_notes() -> None:
 
     assert render_notes([]) == ""
     text = render_notes(["@org/team <img src=x> | ---", "second"])
-    assert text == "\n> &#64;org/team &lt;img src=x&gt; \\| ---\n\n> second\n"
+    assert text == "\n> @\u200borg/team &lt;img src=x&gt; \\| ---\n\n> second\n"
 
 
 def test_not_comparable_report_carries_the_marker_and_the_escaped_reason() -> None:
