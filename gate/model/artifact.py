@@ -104,6 +104,10 @@ class Row(StrictModel):
     kind: str
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # what a reviewer needs to judge the case (from the dataset; absent in older artifacts)
+    question: str | None = None
+    expected_answer: str | None = None
+    expected_source_ids: list[str] | None = None
     status: RowStatus
     error: str | None = None
     latency_ms: float | None = None

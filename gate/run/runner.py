@@ -192,6 +192,9 @@ class _CaseRunner:
             kind=case.kind,
             tags=list(case.tags),
             metadata=dict(case.metadata),
+            question=case.question,
+            expected_answer=case.expected_answer,
+            expected_source_ids=list(case.expected_source_ids),
             status=status,  # type: ignore[arg-type]
             error=error[:MAX_ERROR_CHARS] if error else None,
             latency_ms=latency_ms,
