@@ -9,7 +9,9 @@ set, or raises:
 
 Results are validated with the pydantic models of :mod:`gate.model.records`. Accepted shapes:
 retrieve → a list of chunks or ``{"chunks": [...]}``; answer → ``{"text": ...}`` or a plain
-string (its text).
+string (its text). A chunk needs a non-empty ``text``. Framework objects (LangChain, LlamaIndex,
+Haystack) are converted by :mod:`gate.adapters.objects`; anything else is an AdapterError that
+names the type received and the shapes expected.
 """
 
 from __future__ import annotations
@@ -21,6 +23,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from gate.adapters.objects import (
+    ANSWER_SHAPES,
+    CHUNK_SHAPES,
+    describe,
+    framework_chunk,
+    plain_answer,
+    plain_chunk,
+)
 from gate.core.errors import validated
 from gate.model.dataset import Case
 from gate.model.records import Answer, CaseOutput, Chunk
@@ -34,34 +44,55 @@ class AdapterTimeout(AdapterError):
     """The pipeline did not answer within the time allowed."""
 
 
-def _plain(raw: Any) -> Any:
-    # Pipelines written against our own models may return them directly.
-    if isinstance(raw, BaseModel):
-        return raw.model_dump()
-    return raw
+def _chunk(raw: Any, where: str) -> Chunk:
+    item = plain_chunk(raw)
+    if not isinstance(item, dict):
+        raise AdapterError(f"{where}: got {describe(raw)}; expected {CHUNK_SHAPES}")
+    try:
+        chunk = validated(Chunk, item, where, AdapterError)
+    except AdapterError as exc:
+        raise AdapterError(f"{exc} (received {describe(raw)})") from None
+    if not chunk.text.strip():
+        # An empty text scores 0 everywhere without a word: refuse it at the boundary.
+        raise AdapterError(f"{where}: text: expected a non-empty string (received {describe(raw)})")
+    return chunk
+
+
+def parse_chunk_list(raw: Any, where: str) -> list[Chunk]:
+    """Validate a list of chunks (dicts, our models or framework objects); ``where`` names it in errors."""
+    if not isinstance(raw, list | tuple):
+        raise AdapterError(f"{where}: got {describe(raw)}; expected a list of chunks")
+    return [_chunk(item, f"{where} chunk #{i + 1}") for i, item in enumerate(raw)]
 
 
 def parse_chunks(raw: Any) -> list[Chunk]:
-    """Validate a retrieve() result: a list of chunks, or an object with a ``chunks`` list."""
-    raw = _plain(raw)
+    """Validate a retrieve() result: a list of chunks, or an object with a ``chunks`` list.
+
+    Each chunk is ``{id, text, score?, metadata?}`` with a non-empty ``text``, or a framework
+    object converted by :mod:`gate.adapters.objects`.
+    """
+    if isinstance(raw, BaseModel) and framework_chunk(raw) is None:
+        raw = raw.model_dump()
     if isinstance(raw, dict) and "chunks" in raw:
         raw = raw["chunks"]
     if not isinstance(raw, list | tuple):
-        raise AdapterError(f"retrieve returned {type(raw).__name__}; expected a list of chunks")
-    return [
-        validated(Chunk, _plain(item), f"retrieve result chunk #{i + 1}", AdapterError)
-        for i, item in enumerate(raw)
-    ]
+        raise AdapterError(f'retrieve returned {describe(raw)}; expected a list of chunks or {{"chunks": [...]}}')
+    return parse_chunk_list(raw, "retrieve result")
 
 
 def parse_answer(raw: Any) -> Answer:
-    """Validate an answer() result: ``{text, citations?, retrieved_chunks?}`` or a string."""
-    raw = _plain(raw)
-    if isinstance(raw, str):
-        raw = {"text": raw}
-    if not isinstance(raw, dict):
-        raise AdapterError(f"answer returned {type(raw).__name__}; expected an object with 'text'")
-    return validated(Answer, raw, "answer result", AdapterError)
+    """Validate an answer() result: ``{text, citations?, retrieved_chunks?}``, a string or a framework answer."""
+    plain = plain_answer(raw)
+    if not isinstance(plain, dict):
+        raise AdapterError(f"answer returned {describe(raw)}; expected {ANSWER_SHAPES}")
+    plain = dict(plain)
+    chunks = plain.get("retrieved_chunks")
+    if chunks is not None:
+        plain["retrieved_chunks"] = parse_chunk_list(chunks, "answer result retrieved_chunks")
+    try:
+        return validated(Answer, plain, "answer result", AdapterError)
+    except AdapterError as exc:
+        raise AdapterError(f"{exc} (received {describe(raw)})") from None
 
 
 def _leaves(group: BaseExceptionGroup[Exception]) -> Iterator[Exception]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from gate.adapters.base import Adapter, AdapterError
+from gate.adapters.base import Adapter, AdapterError, parse_answer, parse_chunk_list
 from gate.core.errors import DataError, json_problem, validated
 from gate.core.strict import StrictModel
 from gate.model.dataset import Case
@@ -74,9 +74,10 @@ class ReplayAdapter(Adapter):
             raise AdapterError(record.error)
         has_retrieved = "retrieved" in record.model_fields_set and record.retrieved is not None
         has_answer = "answer" in record.model_fields_set and record.answer is not None
+        # The same boundary checks as a live pipeline's results (a chunk needs a text).
         return CaseOutput(
-            retrieved=record.retrieved if has_retrieved else None,
-            answer=record.answer if has_answer else None,
+            retrieved=parse_chunk_list(record.retrieved, "recorded retrieved") if has_retrieved else None,
+            answer=parse_answer(record.answer) if has_answer else None,
             supports_retrieve=has_retrieved,
             supports_answer=has_answer,
         )

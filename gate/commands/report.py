@@ -66,6 +66,7 @@ def render_text(artifact: RunArtifact) -> str:
         f"k={meta.k}, source_match={meta.source_match}, judge {_clean(meta.judge.model or 'none')}"
         + (f", cost ${meta.cost.usd:.4f} ({meta.cost.judge_calls} calls)" if meta.judge.model else ""),
     ]
+    out += [f"warning: {_clean(w)}" for w in meta.warnings]
     for slice_key, metrics in summary.slices.items():
         body: list[tuple[str, ...]] = []
         distributions: list[str] = []

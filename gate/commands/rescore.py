@@ -47,6 +47,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         ("run.k", config.run.k, meta.k),
         ("run.source_match", config.run.source_match, meta.source_match),
         ("run.ndcg_gain", config.run.ndcg_gain, meta.ndcg_gain),
+        ("run.document_id_key", config.run.document_id_key, meta.document_id_key),
     ):
         if ours != theirs:
             raise UsageError(
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     ctx = ScoringContext(
         k=meta.k,
         source_match=meta.source_match,  # type: ignore[arg-type]
+        document_id_key=meta.document_id_key,
         ndcg_gain=meta.ndcg_gain,  # type: ignore[arg-type]
         numeric_tolerance=config.run.numeric_tolerance,
         judge=session,

@@ -74,6 +74,8 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         f"{outcome.status}: {count(outcome.cases, 'case')}{failed} in {meta.wall_time_s:.1f} s; "
         f"run {meta.run_id} -> {outcome.artifact_dir}"
     )
+    for warning in meta.warnings:
+        print(f"ragproof: warning: {warning}", file=sys.stderr)
     if outcome.status != "complete":
         print(f"ragproof: run {outcome.status}; resume with --resume {outcome.artifact_dir}", file=sys.stderr)
     return outcome.exit_code

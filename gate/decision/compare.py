@@ -170,6 +170,11 @@ def check_comparable(baseline: RunArtifact, candidate: RunArtifact, *, allow_mix
             raise NotComparableError(
                 f"runs not comparable: {label} differs (baseline {bv!r}, candidate {cv!r})"
             )
+    if b.source_match == "document" and b.document_id_key != c.document_id_key:
+        raise NotComparableError(
+            "runs not comparable: document_id_key differs "
+            f"(baseline {b.document_id_key!r}, candidate {c.document_id_key!r})"
+        )
     warnings: list[str] = []
     judge_diffs: list[str] = []
     if (b.judge.provider, b.judge.model) != (c.judge.provider, c.judge.model):
@@ -188,6 +193,7 @@ def check_comparable(baseline: RunArtifact, candidate: RunArtifact, *, allow_mix
     for role, meta in (("baseline", b), ("candidate", c)):
         if meta.status != "complete":
             warnings.append(f"{role} run {meta.run_id} has status {meta.status}: it is compared as it is")
+        warnings.extend(f"{role} run: {w}" for w in meta.warnings)
     return warnings
 
 

@@ -42,6 +42,8 @@ class ScoringContext:
 
     k: int = 5
     source_match: Literal["chunk", "document", "substring"] = "chunk"
+    # metadata key holding a chunk's document id (source_match: document)
+    document_id_key: str = "document_id"
     ndcg_gain: Literal["linear", "exp2"] = "linear"
     numeric_tolerance: float = 0.01
     # A gate.judge client when a judge is configured, else None (judge metrics skip).

@@ -13,7 +13,8 @@ Two layers live here:
 Source matching (``run.source_match``):
 
 * ``chunk``: a chunk's matched id is its ``id``.
-* ``document``: its ``metadata.document_id`` when present and non-empty, else its ``id``.
+* ``document``: its ``metadata[run.document_id_key]`` (default ``document_id``) when present
+  and non-empty, else its ``id``.
 * ``substring``: ``expected_source_ids`` hold strings expected in relevant chunk texts,
   compared case-insensitively (``str.casefold``). Each chunk claims the first expected string
   (in the case's order) that its text contains and that no higher-ranked chunk has claimed; a
@@ -211,9 +212,9 @@ class _Unmatched:
     chunk_id: str
 
 
-def document_key(chunk: Chunk) -> str:
-    """``metadata.document_id`` when present and non-empty, else the chunk id."""
-    doc = chunk.metadata.get("document_id")
+def document_key(chunk: Chunk, key: str = "document_id") -> str:
+    """``metadata[key]`` when present and non-empty, else the chunk id."""
+    doc = chunk.metadata.get(key)
     if doc is None or doc == "":
         return chunk.id
     return doc if isinstance(doc, str) else str(doc)
@@ -242,13 +243,19 @@ class MatchedRanking:
     grades: dict[Hashable, float] | None
 
 
-def matched_ranking(case: Case, chunks: Sequence[Chunk], source_match: SourceMatch) -> MatchedRanking:
-    """The ranked matched ids, the relevant set and the grades of a case under ``source_match``."""
+def matched_ranking(
+    case: Case, chunks: Sequence[Chunk], source_match: SourceMatch, document_id_key: str = "document_id"
+) -> MatchedRanking:
+    """The ranked matched ids, the relevant set and the grades of a case under ``source_match``.
+
+    ``document_id_key`` names the metadata key holding a chunk's document id (``document`` mode).
+    """
     grades: dict[Hashable, float] | None = dict(case.relevance) if case.relevance else None
     if source_match == "chunk":
         return MatchedRanking([c.id for c in chunks], set(case.expected_source_ids), grades)
     if source_match == "document":
-        return MatchedRanking([document_key(c) for c in chunks], set(case.expected_source_ids), grades)
+        ranked: list[Hashable] = [document_key(c, document_id_key) for c in chunks]
+        return MatchedRanking(ranked, set(case.expected_source_ids), grades)
     if source_match == "substring":
         expected = list(dict.fromkeys(e.casefold() for e in case.expected_source_ids))
         if grades is not None:
@@ -264,7 +271,7 @@ _NEEDS = ("retrieve", "expected_source_ids")
 
 
 def _scores(case: Case, output: CaseOutput, ctx: ScoringContext) -> RetrievalScores:
-    matched = matched_ranking(case, output.retrieved or [], ctx.source_match)
+    matched = matched_ranking(case, output.retrieved or [], ctx.source_match, ctx.document_id_key)
     return retrieval_scores(
         matched.ranked, matched.relevant, ctx.k, grades=matched.grades, gain=ctx.ndcg_gain
     )

@@ -83,6 +83,7 @@ class RunMeta(StrictModel):
     config_hash: str
     k: int
     source_match: str
+    document_id_key: str = "document_id"
     ndcg_gain: str = "linear"
     metrics: list[str] = Field(default_factory=list)
     # slice dimensions of summary.json (gate.slices), so a merge can rebuild the summary
@@ -93,6 +94,8 @@ class RunMeta(StrictModel):
     cost: CostInfo = Field(default_factory=CostInfo)
     wall_time_s: float = 0.0
     adapter: dict[str, Any] = Field(default_factory=dict)  # type and non-secret settings
+    # end-of-run warnings (gate.run.checks): the run completed but measured less than it seems
+    warnings: list[str] = Field(default_factory=list)
 
 
 class Row(StrictModel):

@@ -59,6 +59,9 @@ class AdapterConfig(StrictModel):
 class RunConfig(StrictModel):
     k: int = Field(default=5, ge=1, le=10_000)
     source_match: Literal["chunk", "document", "substring"] = "chunk"
+    # metadata key of a retrieved chunk that holds its document id (source_match: document),
+    # e.g. "source" (LangChain loaders) or "source_id" (Haystack splitters)
+    document_id_key: str = Field(default="document_id", min_length=1)
     # "all" or a list of metric names (see `ragproof report --list-metrics` / docs/metrics.md)
     metrics: Literal["all"] | list[str] = "all"
     # graded nDCG gain: linear (g, as trec_eval) or exp2 (2^g - 1)
@@ -157,8 +160,11 @@ class Config(StrictModel):
 
     def config_hash(self) -> str:
         """sha256 of the settings that change scores (run, adapter type/target, judge model)."""
+        # document_id_key joins the hash only when not the default, so configs that leave it
+        # alone keep the hash (and the resume key) they had before the key existed.
+        unhashed = {"store"} | ({"document_id_key"} if self.run.document_id_key == "document_id" else set())
         material = {
-            "run": self.run.model_dump(mode="json", exclude={"store"}),
+            "run": self.run.model_dump(mode="json", exclude=unhashed),
             "adapter": {"type": self.adapter.type},
             "judge": {"model": self.judge.model, "provider": self.judge.provider},
             "composite": self.composite.model_dump(mode="json") if self.composite else None,

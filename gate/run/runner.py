@@ -296,6 +296,21 @@ def _summarize(rows: list[Row], metric_names: list[str], slices: list[str]) -> S
     return summarize(rows, metric_names, slices)
 
 
+def _warnings(config: Config, rows: list[Row], cases: list[Case], metric_names: list[str]) -> list[str]:
+    from gate.metrics import registry
+    from gate.run.checks import run_warnings
+
+    specs = registry()
+    return run_warnings(
+        rows,
+        {case.id: case for case in cases},
+        [specs[name] for name in metric_names if name in specs],
+        k=config.run.k,
+        source_match=config.run.source_match,
+        document_id_key=config.run.document_id_key,
+    )
+
+
 def execute_run(
     config: Config,
     env: Environment,
@@ -340,6 +355,7 @@ def execute_run(
         ctx = ScoringContext(
             k=config.run.k,
             source_match=config.run.source_match,
+            document_id_key=config.run.document_id_key,
             ndcg_gain=config.run.ndcg_gain,
             numeric_tolerance=config.run.numeric_tolerance,
             judge=judge,
@@ -404,6 +420,7 @@ def execute_run(
             status = "partial"
         rows = [rows_by_id[case.id] for _, case in cases if case.id in rows_by_id]
         summary = _summarize(rows, metric_names, list(config.gate.slices))
+        warnings = _warnings(config, rows, [case for _, case in cases], metric_names)
         meta = RunMeta(
             run_id=run_id,
             created_at=utc_now(),
@@ -415,6 +432,7 @@ def execute_run(
             config_hash=config_hash,
             k=config.run.k,
             source_match=config.run.source_match,
+            document_id_key=config.run.document_id_key,
             ndcg_gain=config.run.ndcg_gain,
             metrics=metric_names,
             slices=list(config.gate.slices),
@@ -424,6 +442,7 @@ def execute_run(
             cost=judge.cost() if judge is not None else CostInfo(),
             wall_time_s=round(time.monotonic() - wall_start, 3),
             adapter=adapter_description(config),
+            warnings=warnings,
         )
         artifact_dir = write_artifact(
             out_dir, meta, rows, summary, extra_files={STDERR_LOG_NAME: log_dir / STDERR_LOG_NAME}

@@ -49,6 +49,7 @@ _MUST_AGREE: tuple[str, ...] = (
     "judge",
     "k",
     "source_match",
+    "document_id_key",
     "ndcg_gain",
     "metrics",
     "slices",
@@ -126,6 +127,12 @@ def merge_artifacts(parts: list[RunArtifact]) -> tuple[RunMeta, list[Row]]:
             "status": _merged_status(parts, len(parts) == count),
             "cost": cost,
             "wall_time_s": max(p.meta.wall_time_s for p in parts),
+            # each shard checked its own cases: its warnings are kept, named by shard
+            "warnings": [
+                f"shard {p.meta.shard.index}/{count}: {w}"  # type: ignore[union-attr]
+                for p in sorted(parts, key=lambda p: p.meta.shard.index)  # type: ignore[union-attr]
+                for w in p.meta.warnings
+            ],
         }
     )
     return meta, rows

@@ -1,0 +1,113 @@
+"""End-of-run warnings: a run that completed but measured less than it seems to.
+
+Each check looks at the rows of one run (adapter failures excluded) and returns one line:
+
+* **No match**: retrieval ran on cases with ``expected_source_ids``, yet no retrieved chunk
+  matched any expected id on any of them (under ``run.source_match``). Usually the ids live
+  elsewhere: a metadata key (``source``, ``ref_doc_id``, ``file_name``) rather than the chunk id.
+  The line names a retrieved id, an expected id and the metadata keys seen.
+* **No expected answer**: answer metrics were selected but none was scored on any case,
+  because no case has ``expected_answer``: answer quality is not measured at all.
+* **Short retrieval**: retrieve() returned fewer than ``k`` chunks on more than half of the
+  cases with retrieval; @k metrics then count the missing ranks as misses (precision@k keeps
+  dividing by ``k``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from gate.metrics.base import REASON_NO_EXPECTED_ANSWER, MetricSpec
+from gate.metrics.retrieval import SourceMatch, matched_ranking
+from gate.model.artifact import Row
+from gate.model.dataset import Case
+
+
+def _no_match(
+    rows: Sequence[Row], cases: Mapping[str, Case], source_match: SourceMatch, document_id_key: str
+) -> str | None:
+    checked = 0
+    retrieved_id, expected_id = "", ""
+    keys: set[str] = set()
+    for row in rows:
+        case = cases.get(row.case_id)
+        if row.status != "ok" or not row.retrieved or case is None or not case.expected_source_ids:
+            continue
+        if case.kind == "unanswerable":  # retrieval metrics do not apply to it
+            continue
+        matched = matched_ranking(case, row.retrieved, source_match, document_id_key)
+        if any(key in matched.relevant for key in matched.ranked):
+            return None
+        checked += 1
+        retrieved_id = retrieved_id or row.retrieved[0].id
+        expected_id = expected_id or case.expected_source_ids[0]
+        for chunk in row.retrieved:
+            keys.update(chunk.metadata)
+    if checked == 0:
+        return None
+    seen = ", ".join(sorted(keys)[:12]) if keys else "none"
+    hint = (
+        "set run.source_match: document and run.document_id_key to the metadata key that holds the "
+        "dataset's ids"
+        if source_match != "document"
+        else f"set run.document_id_key (now {document_id_key!r}) to the metadata key that holds the dataset's ids"
+    )
+    return (
+        f"no retrieved chunk matched any expected source id on {checked} case(s) with "
+        f"source_match {source_match}: retrieved ids look like {retrieved_id!r}, expected ids like "
+        f"{expected_id!r}; metadata keys seen: {seen}; {hint}"
+    )
+
+
+def _no_expected_answer(rows: Sequence[Row], specs: Sequence[MetricSpec]) -> str | None:
+    names = [s.name for s in specs if "expected_answer" in s.needs and s.gate_by_default]
+    if not names:
+        return None
+    missing = 0
+    for row in rows:
+        for name in names:
+            result = row.metrics.get(name)
+            if result is None:
+                continue
+            if result.status == "scored":
+                return None
+            if result.reason == REASON_NO_EXPECTED_ANSWER:
+                missing += 1
+                break
+    if missing == 0:
+        return None
+    return (
+        f"every answer metric ({', '.join(names)}) was skipped: no case has expected_answer "
+        f"({missing} case(s) answered), so answer quality is not measured; add expected_answer to the dataset"
+    )
+
+
+def _short_retrieval(rows: Sequence[Row], k: int) -> str | None:
+    sizes = [len(row.retrieved) for row in rows if row.status == "ok" and row.retrieved is not None]
+    short = sum(1 for n in sizes if n < k)
+    if not sizes or 2 * short <= len(sizes):
+        return None
+    median = sorted(sizes)[(len(sizes) - 1) // 2]  # the lower median: a size that occurred
+    return (
+        f"retrieve returned fewer than k={k} chunks on {short} of {len(sizes)} case(s) "
+        f"(median {median}): @k metrics count the missing ranks as misses; lower run.k or raise "
+        "the retriever's own k"
+    )
+
+
+def run_warnings(
+    rows: Sequence[Row],
+    cases: Mapping[str, Case],
+    specs: Sequence[MetricSpec],
+    *,
+    k: int,
+    source_match: SourceMatch,
+    document_id_key: str,
+) -> list[str]:
+    """The end-of-run warnings for ``rows`` (see the module docstring), in a fixed order."""
+    found = (
+        _no_match(rows, cases, source_match, document_id_key),
+        _no_expected_answer(rows, specs),
+        _short_retrieval(rows, k),
+    )
+    return [w for w in found if w is not None]
