@@ -20,6 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from tools import missing_message
 
 DATA = Path(__file__).parent / "data"
 GITHUB_CSS = DATA / "github-markdown-css" / "github-markdown-light.css"
@@ -39,7 +40,7 @@ def require(program: str | tuple[str, ...]) -> str:
         path = shutil.which(name)
         if path:
             return path
-    reason = f"{names[0]} not installed (apt-get install -y cmark-gfm chromium; .ci/run does it)"
+    reason = missing_message(names[0])
     if os.environ.get("RAGPROOF_REQUIRE_RENDERER") == "1":
         pytest.fail(f"RAGPROOF_REQUIRE_RENDERER=1 but {reason}")
     pytest.skip(reason)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from tools import require_tool
 
 from gate.github.context import INPUT_FIELDS
 
@@ -21,19 +21,12 @@ ISSUE_INPUTS = {
 ISSUE_OUTPUTS = {"decision", "run-dir", "report", "comment-url", "baseline-run-id", "baseline-sha"}
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not installed (pip install -e '.[test]')")
-    return path
-
-
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
 def test_action_yml_matches_the_github_actions_schema() -> None:
-    proc = _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", "action.yml")
+    proc = _run(require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", "action.yml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -47,18 +40,18 @@ def test_example_workflows_match_the_github_workflows_schema() -> None:
         "calibrate.yml",
     }
     proc = _run(
-        _tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)
+        require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS)
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_example_workflows_pass_actionlint() -> None:
-    proc = _run(_tool("actionlint"), "-no-color", *map(str, WORKFLOWS))
+    proc = _run(require_tool("actionlint"), "-no-color", *map(str, WORKFLOWS))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_dockerfile_passes_hadolint() -> None:
-    proc = _run(_tool("hadolint"), "Dockerfile")
+    proc = _run(require_tool("hadolint"), "Dockerfile")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -123,9 +116,11 @@ def test_readme_workflow_is_valid_and_matches_the_example(tmp_path: Path) -> Non
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     workflow = tmp_path / "ragproof.yml"
     workflow.write_text(block)
-    proc = _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow))
+    proc = _run(
+        require_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = _run(_tool("actionlint"), "-no-color", str(workflow))
+    proc = _run(require_tool("actionlint"), "-no-color", str(workflow))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # The copy-paste workflow is the example, to the letter.
     example = yaml.safe_load((ROOT / "examples" / "workflows" / "pr-gate.yml").read_text())

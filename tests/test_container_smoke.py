@@ -13,19 +13,17 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tools import missing_message
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "container-smoke.sh"
-TOOLS = ("podman", "runc")
+TOOLS = ("podman", "buildah", "runc", "mmdebstrap")
 
 
 @pytest.mark.timeout(1200)
 def test_image_builds_and_gates_a_pull_request() -> None:
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        reason = (
-            f"{', '.join(missing)} not installed: the container smoke test needs podman, buildah, runc and "
-            "mmdebstrap (apt-get install -y podman buildah runc mmdebstrap)"
-        )
+        reason = "; ".join(missing_message(tool) for tool in missing)
         if os.environ.get("RAGPROOF_REQUIRE_CONTAINER") == "1":
             pytest.fail(f"RAGPROOF_REQUIRE_CONTAINER=1 but {reason}")
         pytest.skip(reason)

@@ -9,8 +9,9 @@ answers is decided, in order, by:
 3. else a default reply ``{"declined": false}`` ... which fails most schemas on purpose.
 
 Steps: ``reply(text)`` (a completion whose message content is ``text``), ``status(code,
-retry_after=...)`` (an error response), ``slow(seconds, text)`` (waits, then replies). Every
-response is written in one piece with Content-Length; sockets have TCP_NODELAY.
+retry_after=...)`` (an error response), ``slow(seconds, text)`` (waits, then replies; ``stop()``
+or ``release.set()`` ends the wait early). Every response is written in one piece with
+Content-Length; sockets have TCP_NODELAY. ``replies`` counts the responses written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,6 +71,8 @@ class JudgeServer:
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
+        self.replies = 0
+        self.release = threading.Event()  # set: slow steps stop waiting
         self._steps: deque[Step] = deque()
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
@@ -107,6 +109,7 @@ class JudgeServer:
         return self
 
     def stop(self) -> None:
+        self.release.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -155,7 +158,7 @@ class JudgeServer:
                     return
                 step = server._next_step(body)
                 if step.delay_s:
-                    time.sleep(step.delay_s)
+                    server.release.wait(step.delay_s)
                 if step.status != 200:
                     self._send(step.status, {"error": {"message": f"scripted {step.status}"}}, step.headers)
                     return
@@ -200,6 +203,8 @@ class JudgeServer:
                 head = [f"HTTP/1.1 {code} {'OK' if code == 200 else 'Error'}"]
                 head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
                 head += [f"{k}: {v}" for k, v in headers.items()]
+                with server._lock:
+                    server.replies += 1
                 try:
                     self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
                     self.wfile.flush()
