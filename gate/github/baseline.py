@@ -88,6 +88,8 @@ def _same_repository(candidate: Repository | None, repository: Repository) -> bo
         return False
     if candidate.id is not None and repository.id is not None:
         return candidate.id == repository.id
+    if candidate.full_name is None or repository.full_name is None:
+        return False  # nothing to tell them apart by: never trusted
     return candidate.full_name.lower() == repository.full_name.lower()
 
 

@@ -230,7 +230,8 @@ class ActionFlow:
             self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
         )
         self._artifact_run_url = run.html_url or self._artifact_run_url
-        fallback = run.path.rsplit("/", 1)[-1] if run.path else None
+        # The REST API may name the file with its ref (".github/workflows/gate.yml@main").
+        fallback = run.path.split("@", 1)[0].rsplit("/", 1)[-1] if run.path else None
         target = Target(run.head_sha, lookup.pull, self._baseline_workflow(fallback))
         return self.gate(candidate, target)
 

@@ -1,7 +1,12 @@
 """pydantic models of the GitHub objects the action reads (event payloads and REST responses).
 
 Only the fields the action uses are declared; everything else GitHub sends is ignored, so a
-new field upstream never breaks parsing. A missing required field is a clear error naming it.
+new field upstream never breaks parsing. A field is required only where the action cannot work
+without it; everything else is optional, because GitHub sends shorter objects in places:
+``pull_requests`` of a workflow run (webhook and REST) names repositories as ``{id, url,
+name}`` only, a deleted fork's ``head.repo`` is null, a ghost user is null, and a run's
+``pull_requests`` may be null. A missing required field is a clear error naming it. The tests
+parse GitHub's own example payloads and responses (tests/data/github/).
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gate.core.errors import DataError, pydantic_message
 
@@ -35,8 +40,10 @@ class Account(_GitHubModel):
 
 
 class Repository(_GitHubModel):
+    """A repository: full, minimal, or the short ``{id, url, name}`` of a run's pull request."""
+
     id: int | None = None
-    full_name: str
+    full_name: str | None = None  # "owner/name"; absent from the short form
     default_branch: str | None = None
     html_url: str | None = None
     fork: bool = False
@@ -59,11 +66,12 @@ class PullRequest(_GitHubModel):
 
 
 class RunPullRequest(_GitHubModel):
-    """An entry of ``workflow_run.pull_requests`` (filled only for same-repository PRs)."""
+    """An entry of ``workflow_run.pull_requests`` (``pull-request-minimal``: its repositories
+    are the short ``{id, url, name}``). GitHub lists same-repository PRs only."""
 
     number: int
     head: GitRef
-    base: GitRef
+    base: GitRef | None = None
 
 
 class HeadCommit(_GitHubModel):
@@ -86,7 +94,12 @@ class WorkflowRun(_GitHubModel):
     run_number: int | None = None
     html_url: str | None = None
     created_at: datetime
-    pull_requests: list[RunPullRequest] = Field(default_factory=list)
+    pull_requests: list[RunPullRequest] = Field(default_factory=list)  # null: none
+
+    @field_validator("pull_requests", mode="before")
+    @classmethod
+    def _null_is_empty(cls, value: object) -> object:
+        return [] if value is None else value
 
 
 class ArtifactRun(_GitHubModel):

@@ -32,14 +32,19 @@ class PullLookup:
 def pull_for_run(client: GitHubClient, run: WorkflowRun) -> PullLookup:
     """The open PR whose head is ``run.head_sha``, checked against the live PR."""
     numbers = [entry.number for entry in run.pull_requests if entry.head.sha == run.head_sha]
-    if not numbers and run.head_repository is not None and run.head_branch:
-        owner = run.head_repository.full_name.split("/", 1)[0]
+    head_repository = run.head_repository.full_name if run.head_repository else None
+    if not numbers and head_repository and run.head_branch:
+        owner = head_repository.split("/", 1)[0]
         for item in client.paginate(
             "pulls.list", permission=PERMISSION, state="open", head=f"{owner}:{run.head_branch}"
         ):
             candidate = parse_response(PullRequest, item, "open pull requests")
-            head_repo = candidate.head.repo.full_name.lower() if candidate.head.repo else None
-            if candidate.head.ref == run.head_branch and head_repo == run.head_repository.full_name.lower():
+            head_repo = candidate.head.repo.full_name if candidate.head.repo else None
+            if (
+                candidate.head.ref == run.head_branch
+                and head_repo is not None
+                and head_repo.lower() == head_repository.lower()
+            ):
                 numbers.append(candidate.number)
     if not numbers:
         return PullLookup(None, f"no open pull request has head commit {run.head_sha[:7]} of run {run.id}")

@@ -31,7 +31,29 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-BOT = {"login": "github-actions[bot]", "type": "Bot", "id": 41898282}
+if __package__:  # imported by the tests as servers.github_server
+    from servers import github_contract as contract
+else:  # run as a script (the container smoke test)
+    import github_contract as contract
+
+
+def _retarget(value: Any, old: str, new: str) -> Any:
+    """``value`` with ``old`` replaced by ``new`` in every string (URLs of GitHub's examples)."""
+    if isinstance(value, dict):
+        return {key: _retarget(item, old, new) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_retarget(item, old, new) for item in value]
+    return value.replace(old, new) if isinstance(value, str) else value
+
+
+def user(login: str, user_id: int = 583231, kind: str = "User") -> dict[str, Any]:
+    """A ``simple-user`` as GitHub sends it (from GitHub's example, renamed)."""
+    account = _retarget(contract.example("issue-comment")["user"], "/octocat", f"/{login}")
+    account.update(login=login, id=user_id, node_id=f"U_{user_id}", type=kind)
+    return account
+
+
+BOT = user("github-actions[bot]", 41898282, "Bot")
 WRITE_DENIED = {
     "message": "Resource not accessible by integration",
     "documentation_url": "https://docs.github.com/rest",
@@ -40,6 +62,32 @@ WRITE_DENIED = {
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def short_repository(repository: dict[str, Any]) -> dict[str, Any]:
+    """How GitHub names a repository inside ``pull_requests`` of runs and check runs."""
+    return {"id": repository["id"], "url": repository["url"], "name": repository["name"]}
+
+
+def minimal_pull(pull: dict[str, Any]) -> dict[str, Any]:
+    """A ``pull-request-minimal``: what ``workflow_run.pull_requests`` lists (short repos)."""
+    number = pull["number"]
+    base_repo = pull["base"].get("repo") or {}
+    return {
+        "id": pull.get("id", 90000 + number),
+        "number": number,
+        "url": pull.get("url") or f"{base_repo.get('url', '')}/pulls/{number}",
+        **{
+            side: {
+                "ref": pull[side]["ref"],
+                "sha": pull[side]["sha"],
+                "repo": short_repository(pull[side]["repo"])
+                if "url" in (pull[side].get("repo") or {})
+                else pull[side].get("repo"),
+            }
+            for side in ("head", "base")
+        },
+    }
 
 
 @dataclass
@@ -54,7 +102,11 @@ class Fault:
 
 @dataclass
 class GitHubState:
-    """The repository world the server answers from; tests arrange it before the action runs."""
+    """The repository world the server answers from; tests arrange it before the action runs.
+
+    Objects are GitHub's own examples from its OpenAPI description with the fields that matter
+    here replaced, so every response has the shape (and every required field) GitHub sends.
+    """
 
     owner: str = "acme"
     name: str = "rag"
@@ -73,6 +125,10 @@ class GitHubState:
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     blob_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Requests and responses checked against GitHub's OpenAPI description (github_contract);
+    # a test that serves a malformed response on purpose turns the check off.
+    check_contract: bool = True
+    contract_violations: list[str] = field(default_factory=list)
     next_id: int = 5000
     lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -81,16 +137,25 @@ class GitHubState:
         return f"{self.owner}/{self.name}"
 
     def repository(self, full_name: str | None = None, repo_id: int | None = None) -> dict[str, Any]:
+        """A ``full-repository`` (also valid where GitHub sends a shorter repository object)."""
         name = full_name or self.full_name
-        return {
-            "id": repo_id if repo_id is not None else self.repo_id,
-            "name": name.split("/")[1],
-            "full_name": name,
-            "owner": {"login": name.split("/")[0], "type": "Organization"},
-            "default_branch": self.default_branch,
-            "html_url": f"https://github.example/{name}",
-            "fork": full_name is not None and full_name != self.full_name,
-        }
+        owner = name.split("/")[0]
+        repo = contract.example("full-repository-default-response")
+        for optional in ("parent", "source", "template_repository", "organization"):
+            repo.pop(optional, None)
+        repo = _retarget(repo, "octocat/Hello-World", name)
+        repo.update(
+            id=repo_id if repo_id is not None else self.repo_id,
+            node_id=f"R_{repo_id if repo_id is not None else self.repo_id}",
+            name=name.split("/")[1],
+            full_name=name,
+            owner=user(owner, 7000 + len(owner), "Organization"),
+            default_branch=self.default_branch,
+            html_url=f"https://github.example/{name}",
+            fork=full_name is not None and full_name != self.full_name,
+            language=None,
+        )
+        return repo
 
     def new_id(self) -> int:
         with self.lock:
@@ -114,56 +179,67 @@ class GitHubState:
         head_repository: tuple[str, int] | None = None,
         pull_requests: list[dict[str, Any]] | None = None,
     ) -> int:
+        """A completed workflow run; ``pull_requests`` entries are cut to GitHub's short form."""
         run_id = self.new_id()
         repo_name, repo_id = head_repository or (self.full_name, self.repo_id)
-        self.runs.append(
-            {
-                "id": run_id,
-                "name": "ragproof",
-                "event": event,
-                "status": "completed",
-                "conclusion": conclusion,
-                "head_sha": head_sha,
-                "head_branch": head_branch or self.default_branch,
-                "head_repository": self.repository(repo_name, repo_id),
-                "repository": self.repository(),
-                "path": f".github/workflows/{workflow}",
-                "workflow_id": 77,
-                "run_number": len(self.runs) + 1,
-                "html_url": f"https://github.example/{self.full_name}/actions/runs/{run_id}",
-                "created_at": iso(
-                    created_at or self.commits.get(head_sha, {}).get("date") or datetime.now(UTC)
-                ),
-                "head_commit": {"id": head_sha},
-                "pull_requests": pull_requests or [],
-            }
+        run = _retarget(
+            contract.example("workflow-run-paginated")["workflow_runs"][0],
+            "octo-org/octo-repo",
+            self.full_name,
         )
+        run = _retarget(run, "30433642", str(run_id))
+        when = iso(created_at or self.commits.get(head_sha, {}).get("date") or datetime.now(UTC))
+        run.update(
+            id=run_id,
+            node_id=f"WFR_{run_id}",
+            name="ragproof",
+            display_title="ragproof",
+            event=event,
+            status="completed",
+            conclusion=conclusion,
+            head_sha=head_sha,
+            head_branch=head_branch or self.default_branch,
+            head_repository=self.repository(repo_name, repo_id),
+            repository=self.repository(),
+            path=f".github/workflows/{workflow}",
+            workflow_id=77,
+            run_number=len(self.runs) + 1,
+            html_url=f"https://github.example/{self.full_name}/actions/runs/{run_id}",
+            created_at=when,
+            updated_at=when,
+            run_started_at=when,
+            head_commit={**run["head_commit"], "id": head_sha, "timestamp": when},
+            pull_requests=[minimal_pull(entry) for entry in pull_requests or []],
+        )
+        self.runs.append(run)
         return run_id
 
     def add_artifact(self, run_id: int, name: str, data: bytes, *, expired: bool = False) -> int:
         artifact_id = self.new_id()
         run = next(r for r in self.runs if r["id"] == run_id)
         now = datetime.now(UTC)
-        self.artifacts.setdefault(run_id, []).append(
-            {
-                "id": artifact_id,
-                "node_id": f"A_{artifact_id}",
-                "name": name,
-                "size_in_bytes": len(data),
-                "url": f"/repos/{self.full_name}/actions/artifacts/{artifact_id}",
-                "archive_download_url": f"/repos/{self.full_name}/actions/artifacts/{artifact_id}/zip",
-                "expired": expired,
-                "created_at": iso(now - timedelta(days=1)),
-                "expires_at": iso(now - timedelta(hours=1) if expired else now + timedelta(days=30)),
-                "workflow_run": {
-                    "id": run_id,
-                    "repository_id": self.repo_id,
-                    "head_repository_id": run["head_repository"]["id"],
-                    "head_branch": run["head_branch"],
-                    "head_sha": run["head_sha"],
-                },
-            }
+        artifact = contract.example("artifact-paginated")["artifacts"][0]
+        artifact.pop("digest", None)  # not required; GitHub's example digest is of another file
+        artifact.update(
+            id=artifact_id,
+            node_id=f"A_{artifact_id}",
+            name=name,
+            size_in_bytes=len(data),
+            url=f"https://api.github.example/repos/{self.full_name}/actions/artifacts/{artifact_id}",
+            archive_download_url=f"https://api.github.example/repos/{self.full_name}/actions/artifacts/{artifact_id}/zip",
+            expired=expired,
+            created_at=iso(now - timedelta(days=1)),
+            updated_at=iso(now - timedelta(days=1)),
+            expires_at=iso(now - timedelta(hours=1) if expired else now + timedelta(days=30)),
+            workflow_run={
+                "id": run_id,
+                "repository_id": self.repo_id,
+                "head_repository_id": run["head_repository"]["id"],
+                "head_branch": run["head_branch"],
+                "head_sha": run["head_sha"],
+            },
         )
+        self.artifacts.setdefault(run_id, []).append(artifact)
         self.blobs[artifact_id] = data
         return artifact_id
 
@@ -176,31 +252,81 @@ class GitHubState:
         head_repo: tuple[str, int] | None = None,
     ) -> dict[str, Any]:
         repo_name, repo_id = head_repo or (self.full_name, self.repo_id)
-        pull = {
-            "number": number,
-            "state": "open",
-            "html_url": f"https://github.example/{self.full_name}/pull/{number}",
-            "head": {"sha": head_sha, "ref": head_ref, "repo": self.repository(repo_name, repo_id)},
-            "base": {
-                "sha": self.branches.get(self.default_branch, ""),
+        pull = _retarget(contract.example("pull-request"), "octocat/Hello-World", self.full_name)
+        pull = _retarget(pull, "/1347", f"/{number}")
+        head_owner = repo_name.split("/")[0]
+        pull.update(
+            id=90000 + number,
+            node_id=f"PR_{number}",
+            number=number,
+            state="open",
+            html_url=f"https://github.example/{self.full_name}/pull/{number}",
+            requested_teams=[],
+            head={
+                "label": f"{head_owner}:{head_ref}",
+                "ref": head_ref,
+                "sha": head_sha,
+                "user": user(head_owner, 7000 + len(head_owner), "Organization"),
+                "repo": self.repository(repo_name, repo_id),
+            },
+            base={
+                "label": f"{self.owner}:{self.default_branch}",
                 "ref": self.default_branch,
+                "sha": self.branches.get(self.default_branch, "0" * 40),
+                "user": user(self.owner, 7000 + len(self.owner), "Organization"),
                 "repo": self.repository(),
             },
-        }
+        )
         self.pulls[number] = pull
         return pull
 
-    def add_comment(self, issue: int, body: str, user: dict[str, Any] | None = None) -> dict[str, Any]:
+    def add_comment(self, issue: int, body: str, user_: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A comment by ``user_`` (login and type given; the rest of the account is filled in)."""
         comment_id = self.new_id()
-        comment = {
-            "id": comment_id,
-            "body": body,
-            "user": user or BOT,
-            "html_url": f"https://github.example/{self.full_name}/pull/{issue}#issuecomment-{comment_id}",
-            "created_at": iso(datetime.now(UTC)),
-        }
+        author = BOT if user_ is None else {**user(user_["login"], 6000 + len(user_["login"])), **user_}
+        now = iso(datetime.now(UTC))
+        comment = contract.example("issue-comment")
+        comment.update(
+            id=comment_id,
+            node_id=f"IC_{comment_id}",
+            body=body,
+            user=author,
+            url=f"https://api.github.example/repos/{self.full_name}/issues/comments/{comment_id}",
+            html_url=f"https://github.example/{self.full_name}/pull/{issue}#issuecomment-{comment_id}",
+            issue_url=f"https://api.github.example/repos/{self.full_name}/issues/{issue}",
+            created_at=now,
+            updated_at=now,
+        )
         self.comments.setdefault(issue, []).append(comment)
         return comment
+
+    def add_check_run(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The check run ``POST /check-runs`` creates from ``body``."""
+        check_id = self.new_id()
+        check = contract.example("check-run-example-of-completed-conclusion")
+        check.update({key: value for key, value in body.items() if key != "output"})
+        output = body.get("output", {})
+        check.update(
+            id=check_id,
+            node_id=f"CR_{check_id}",
+            external_id=body.get("external_id", ""),
+            url=f"https://api.github.example/repos/{self.full_name}/check-runs/{check_id}",
+            html_url=f"https://github.example/{self.full_name}/runs/1",
+            details_url=body.get("details_url"),
+            started_at=body.get("started_at", body.get("completed_at")),
+            completed_at=body.get("completed_at"),
+            conclusion=body.get("conclusion"),
+            output={
+                "title": output.get("title"),
+                "summary": output.get("summary"),
+                "text": output.get("text"),
+                "annotations_count": 0,
+                "annotations_url": f"https://api.github.example/repos/{self.full_name}/check-runs/{check_id}/annotations",
+            },
+            pull_requests=[],
+        )
+        self.check_runs.append(check)
+        return check
 
     def fail(
         self,
@@ -240,8 +366,17 @@ class GitHubState:
         return order
 
     def commit_json(self, sha: str) -> dict[str, Any]:
-        date = self.commits.get(sha, {}).get("date")
-        return {"sha": sha, "commit": {"committer": {"date": iso(date) if date else None}}}
+        """A ``commit`` of the compare API (GitHub's example, this commit's sha, date, parents)."""
+        commit = contract.example("commit-comparison")["base_commit"]
+        commit = _retarget(commit, commit["sha"], sha)
+        date = self.commits.get(sha, {}).get("date") or datetime(2026, 1, 1, tzinfo=UTC)
+        commit["commit"]["committer"]["date"] = iso(date)
+        commit["commit"]["author"]["date"] = iso(date)
+        commit["parents"] = [
+            {"sha": parent, "url": f"https://api.github.example/repos/{self.full_name}/commits/{parent}"}
+            for parent in self.commits.get(sha, {}).get("parents", [])
+        ]
+        return commit
 
     def resolve(self, ref: str) -> str | None:
         if ref in self.commits:
@@ -255,12 +390,14 @@ class GitHubState:
                 "check_runs": self.check_runs,
                 "blob_requests": self.blob_requests,
                 "requests": self.requests,
+                "contract_violations": self.contract_violations,
             }
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
+    checked_request: tuple[str, str] | None = None  # (method, path) whose response is checked
 
     def setup(self) -> None:
         super().setup()
@@ -280,6 +417,11 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             payload = json.dumps(body).encode()
             content_type = "application/json; charset=utf-8"
+        if self.checked_request is not None:
+            state = self.server.owner.state
+            errors = contract.response_errors(*self.checked_request, status, body)
+            with state.lock:
+                state.contract_violations.extend(errors)
         lines = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
         merged = {"Content-Type": content_type, "Content-Length": str(len(payload))}
         merged.update(headers or {})
@@ -323,6 +465,10 @@ class _Server(ThreadingHTTPServer):
         self.owner.handle(handler, method, body)
 
 
+# Every server started in this process, for the shared fixture that checks the contract.
+STARTED: list[GitHubServer] = []
+
+
 class GitHubServer:
     """Serves ``state`` on an API port and a blob port; use as a context manager."""
 
@@ -347,6 +493,7 @@ class GitHubServer:
             )
             thread.start()
             self._threads.append(thread)
+        STARTED.append(self)
         return self
 
     def stop(self) -> None:
@@ -363,10 +510,23 @@ class GitHubServer:
     # -- request handling --------------------------------------------------------------------
     def handle(self, h: _Handler, method: str, body: Any) -> None:
         split = urlsplit(h.path)
-        path, query = split.path, {k: v[-1] for k, v in parse_qs(split.query).items()}
+        raw_query = parse_qs(split.query, keep_blank_values=True)
+        path, query = split.path, {k: v[-1] for k, v in raw_query.items()}
         if h.server is self._blob:
             self._serve_blob(h, path)
             return
+        st = self.state
+        h.checked_request = None
+        if st.check_contract and path != "/_state":
+            # Recorded before the response is written: a client that has its answer can rely on it.
+            errors = contract.request_errors(method, path, raw_query, body)
+            with st.lock:
+                st.contract_violations.extend(errors)
+            if not errors:
+                h.checked_request = (method, path)
+        self._serve_api(h, method, path, query, body)
+
+    def _serve_api(self, h: _Handler, method: str, path: str, query: dict[str, str], body: Any) -> None:
         st = self.state
         auth = h.headers.get("Authorization")
         with st.lock:
@@ -444,17 +604,18 @@ class GitHubServer:
                 if not ahead
                 else "diverged"
             )
-            h._send(
-                200,
-                {
-                    "status": status,
-                    "ahead_by": ahead,
-                    "behind_by": behind,
-                    "merge_base_commit": st.commit_json(merge_base),
-                    "base_commit": st.commit_json(base),
-                },
-                ok,
+            comparison = _retarget(contract.example("commit-comparison"), "octocat/Hello-World", st.full_name)
+            comparison.update(
+                status=status,
+                ahead_by=ahead,
+                behind_by=behind,
+                total_commits=ahead,
+                merge_base_commit=st.commit_json(merge_base),
+                base_commit=st.commit_json(base),
+                commits=[],
+                files=[],
             )
+            h._send(200, comparison, ok)
         elif method == "GET" and (g := m(r"/actions/workflows/([^/]+)/runs", rest)):
             workflow = g[1]
             runs = [
@@ -525,9 +686,7 @@ class GitHubServer:
                 comment["body"] = body["body"]
                 h._send(200, comment, ok)
         elif method == "POST" and rest == "/check-runs":
-            run = {"id": st.new_id(), **body, "html_url": f"https://github.example/{st.full_name}/runs/1"}
-            st.check_runs.append(run)
-            h._send(201, run, ok)
+            h._send(201, st.add_check_run(body), ok)
         else:
             h._send(404, {"message": "Not Found"})
 
