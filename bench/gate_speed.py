@@ -116,7 +116,7 @@ import json, sys, time
 import numpy as np
 from scipy.stats import bootstrap
 from gate.run.artifact_io import read_artifact
-from gate.metrics.aggregate import slice_keys
+from gate.model.slices import slice_keys
 root, resamples, only = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 base, cand = read_artifact(root + "/baseline"), read_artifact(root + "/candidate")
 metrics = sorted({{n for r in cand.rows for n in r.metrics}})

@@ -52,12 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ragproof {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module_name in COMMANDS.items():
-        try:
-            module = _load(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"gate.commands.{module_name}":
-                raise
-            continue  # command not built yet
+        module = _load(module_name)
         cmd = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(cmd)
         cmd.set_defaults(_module=module)

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gate.core.errors import UsageError
-from gate.metrics.aggregate import nearest_rank, slice_keys, summarize
+from gate.metrics.aggregate import nearest_rank, summarize
 from gate.model.artifact import Row
 from gate.model.records import MetricResult
 
@@ -131,34 +130,6 @@ def test_direction_is_taken_from_the_registry() -> None:
         .higher_is_better
         is False
     )
-
-
-def test_slice_keys_all_kind_tags_tag_name_and_metadata() -> None:
-    r = row(
-        "a",
-        tags=["topic:billing", "hard", "topic:refunds"],
-        metadata={"lang": "en", "n": 3, "x": {"y": True}},
-    )
-    assert slice_keys(r, []) == ["all"]
-    assert slice_keys(r, ["kind", "tags"]) == [
-        "all",
-        "kind=qa",
-        "tags=topic:billing",
-        "tags=hard",
-        "tags=topic:refunds",
-    ]
-    assert slice_keys(r, ["tags:topic"]) == ["all", "tags=topic:billing", "tags=topic:refunds"]
-    assert slice_keys(r, ["metadata.lang", "metadata.n", "metadata.x.y", "metadata.missing"]) == [
-        "all",
-        "metadata.lang=en",
-        "metadata.n=3",
-        "metadata.x.y=true",
-    ]
-
-
-def test_slice_keys_unknown_dimension_is_usage_error() -> None:
-    with pytest.raises(UsageError, match="unknown slice dimension 'color'"):
-        slice_keys(row("a"), ["color"])
 
 
 def test_summary_slices_all_first_then_sorted_and_per_slice_means() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gate_runs import binary_pair, judge, meta, row, write_run
 
-from gate.decision.compare import Comparison
+from gate.decision.comparison import Comparison
 
 HIT = "retrieval.hit_rate_at_k"
 CONFIG = """\

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from gate.commands.demo import demo_dir
-from gate.decision.compare import Comparison
+from gate.decision.comparison import Comparison
 from gate.run.artifact_io import read_artifact
 
 

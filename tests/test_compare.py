@@ -9,7 +9,8 @@ import pytest
 from gate_runs import artifact, binary_pair, judge, meta, row
 
 from gate.core.errors import NotComparableError
-from gate.decision.compare import Comparison, compare_runs
+from gate.decision.compare import compare_runs
+from gate.decision.comparison import Comparison
 from gate.model.config import GateConfig
 from gate.model.records import MetricResult
 
@@ -262,7 +263,7 @@ def test_top_drops_and_categorical_metrics():
 def test_json_document_fields_are_documented():
     from pathlib import Path
 
-    from gate.decision.compare import CaseDrop, DatasetChange, GateResult, RunCounts, RunIdentity, Settings
+    from gate.decision.comparison import CaseDrop, DatasetChange, GateResult, RunCounts, RunIdentity, Settings
 
     doc = (Path(__file__).parent.parent / "docs" / "gate.md").read_text()
     for model in (Comparison, GateResult, RunIdentity, RunCounts, DatasetChange, Settings, CaseDrop):

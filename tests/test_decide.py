@@ -12,7 +12,6 @@ from gate.decision.decide import (
     metric_policy,
     overall_decision,
     skip_reason,
-    slice_gates,
 )
 from gate.metrics import registry
 from gate.model.config import GateConfig
@@ -66,18 +65,6 @@ def test_family_confidence_is_bonferroni():
     assert family_confidence(0.95, 10) == pytest.approx(0.995)
     assert family_confidence(0.95, 1) == pytest.approx(0.95)
     assert family_confidence(0.95, 0) == pytest.approx(0.95)
-
-
-def test_slice_gates():
-    cfg = GateConfig(slices=["kind", "tags", "metadata.lang"], gate_slices=["kind", "tags:topic"])
-    assert slice_gates("all", cfg)
-    assert slice_gates("kind=qa", cfg)
-    assert slice_gates("tags=topic:billing", cfg)
-    assert not slice_gates("tags=priority:high", cfg)
-    assert not slice_gates("metadata.lang=en", cfg)
-    default = GateConfig(slices=["kind", "tags"])
-    assert slice_gates("tags=anything", default) and slice_gates("kind=injection", default)
-    assert not slice_gates("metadata.lang=en", default)
 
 
 def test_direction_comes_from_the_registry():

@@ -11,7 +11,8 @@ import pytest
 from gate_runs import HOSTILE, artifact, fixed_runs, meta, row
 from pydantic import ValidationError
 
-from gate.decision.compare import Comparison, GateResult, compare_runs
+from gate.decision.compare import compare_runs
+from gate.decision.comparison import Comparison, GateResult
 from gate.model.config import GateConfig
 from gate.report.escape import md_escape
 from gate.report.markdown import (

@@ -76,7 +76,9 @@ def parse_chunks(raw: Any) -> list[Chunk]:
     if isinstance(raw, dict) and "chunks" in raw:
         raw = raw["chunks"]
     if not isinstance(raw, list | tuple):
-        raise AdapterError(f'retrieve returned {describe(raw)}; expected a list of chunks or {{"chunks": [...]}}')
+        raise AdapterError(
+            f'retrieve returned {describe(raw)}; expected a list of chunks or {{"chunks": [...]}}'
+        )
     return parse_chunk_list(raw, "retrieve result")
 
 

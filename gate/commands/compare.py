@@ -14,7 +14,7 @@ from gate.core.environment import Environment
 from gate.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from gate.decision.compare import Comparison
+    from gate.decision.comparison import Comparison
 
 HELP = "compare two run artifacts (dirs or .zip) and decide every gate"
 

@@ -105,12 +105,8 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         raise UsageError("report: give a RUN (artifact directory or .zip), or --list-metrics")
     artifact = read_artifact(resolve(env, args.run_path))
     if args.html:
-        try:
-            from gate.report.html import render_run_html
-        except ModuleNotFoundError as exc:
-            if exc.name not in {"gate.report", "gate.report.html"}:
-                raise
-            raise UsageError("report --html: the HTML report is not available in this installation") from None
+        from gate.report.html import render_run_html
+
         target = resolve(env, args.html)
         try:
             target.write_text(render_run_html(artifact), encoding="utf-8")

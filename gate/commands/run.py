@@ -7,7 +7,6 @@ import sys
 
 from gate.commands._common import add_config_argument, count, load_config_from_args, resolve
 from gate.core.environment import Environment
-from gate.core.errors import UsageError
 
 HELP = "run the dataset through the pipeline, score every case and write a run artifact"
 DEFAULT_OUT = ".ragproof/run"
@@ -34,16 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _estimate(args: argparse.Namespace, env: Environment) -> int:
-    # The judge package owns cost estimation: gate.run.estimate.run_estimate(config, env, shard=...)
-    # prints the expected calls, tokens and cost, and returns the exit code.
+    # gate.run.estimate.run_estimate prints the expected judge calls, tokens and cost.
+    from gate.run.estimate import run_estimate
     from gate.run.shards import parse_shard
 
-    try:
-        from gate.run.estimate import run_estimate
-    except ModuleNotFoundError as exc:
-        if exc.name not in {"gate.judge", "gate.run.estimate"}:
-            raise
-        raise UsageError("run --estimate: cost estimation is not available in this installation") from None
     config = load_config_from_args(args, env)
     return int(run_estimate(config, env, shard=parse_shard(args.shard) if args.shard else None))
 

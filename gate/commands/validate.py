@@ -18,11 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.adapters import check_adapter
     from gate.model.dataset import load_dataset
-    from gate.run.runner import select_metric_names
+    from gate.run.scoring import select_metrics
 
     config = load_config_from_args(args, env)
     dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
-    metric_names = select_metric_names(config)
+    metric_names = select_metrics(config.run.metrics)
     warnings = check_adapter(config, env, [case.id for case in dataset.cases])
     for warning in warnings:
         print(f"ragproof: warning: {warning}", file=sys.stderr)

@@ -36,7 +36,6 @@ Overall = Literal["pass", "review", "block"]
 
 # The gate over row failures (adapter errors and timeouts); values are 1 per failed case.
 FAILURE_RATE_METRIC = "adapter.failure_rate"
-ALL_SLICE = "all"
 
 _SEVERITY: dict[str, int] = {"skipped": 0, "pass": 1, "review": 2, "block": 3}
 
@@ -101,26 +100,6 @@ def overall_decision(decisions: Iterable[str]) -> Overall:
 def family_confidence(confidence: float, family_size: int) -> float:
     """Bonferroni-adjusted interval level for ``family_size`` simultaneous gates."""
     return 1 - (1 - confidence) / max(family_size, 1)
-
-
-def slice_gates(key: str, gate_config: GateConfig) -> bool:
-    """Whether decisions on slice ``key`` count toward the overall decision.
-
-    ``all`` always gates. Other slices gate when their dimension is listed in
-    ``gate.gate_slices`` (default: every dimension in ``gate.slices``). A ``tags:NAME`` entry
-    gates only the tag slices ``tags=NAME:...``.
-    """
-    if key == ALL_SLICE:
-        return True
-    dims = gate_config.gate_slices if gate_config.gate_slices is not None else gate_config.slices
-    dim, _, value = key.partition("=")
-    for entry in dims:
-        if entry == dim:
-            return True
-        name, sep, tag = entry.partition(":")
-        if sep and name == "tags" and dim == "tags" and value.startswith(f"{tag}:"):
-            return True
-    return False
 
 
 def metric_policy(

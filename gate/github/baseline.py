@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gate.core.errors import DataError
 from gate.github.client import GitHubAPIError, GitHubClient
-from gate.github.models import Artifact, Comparison, Repository, WorkflowRun, parse_response
+from gate.github.models import Artifact, CommitComparison, Repository, WorkflowRun, parse_response
 from gate.model.artifact import RunArtifact
 
 MAX_DOWNLOAD_BYTES = 256 << 20
@@ -76,11 +76,11 @@ def repository_info(client: GitHubClient) -> Repository:
     return parse_response(Repository, client.call("repos.get", permission="contents: read"), "repository")
 
 
-def compare(client: GitHubClient, base: str, head: str) -> Comparison:
+def compare(client: GitHubClient, base: str, head: str) -> CommitComparison:
     data = client.call(
         "repos.compare_commits", permission="contents: read", basehead=f"{base}...{head}", per_page=1
     )
-    return parse_response(Comparison, data, f"compare {base}...{head}")
+    return parse_response(CommitComparison, data, f"compare {base}...{head}")
 
 
 def _same_repository(candidate: Repository | None, repository: Repository) -> bool:
@@ -231,7 +231,7 @@ def find_baseline(
         for run in _trusted_runs(client, repository, default_branch, workflow, head_sha=merge_base):
             if take(run, 0):
                 return search
-        checked: dict[str, Comparison | None] = {merge_base: None}
+        checked: dict[str, CommitComparison | None] = {merge_base: None}
         for run in _trusted_runs(client, repository, default_branch, workflow):
             if run.head_sha in checked:
                 continue

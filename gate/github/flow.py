@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.core.environment import Environment
 from gate.core.errors import EXIT_NOT_COMPARABLE, EXIT_OK, NotComparableError, UsageError
-from gate.decision.decide import exit_code_for
+from gate.decision.decide import Overall, exit_code_for
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -41,6 +42,9 @@ from gate.github.pulls import get_pull, pull_for_run
 from gate.github.workflow import WorkflowCommands
 from gate.model.artifact import RunArtifact
 from gate.model.config import Config
+
+if TYPE_CHECKING:
+    from gate.report.markdown import ReportContext
 
 HOW_TO_MAKE_A_BASELINE = (
     "To make one, run this workflow on a push to the default branch with a step that uploads "
@@ -60,6 +64,8 @@ class Target:
 
 @dataclass
 class Result:
+    """What one step of the action decided, and what it publishes (report, check conclusion)."""
+
     decision: str  # pass | review | block | none
     exit_code: int
     report: str
@@ -67,6 +73,37 @@ class Result:
     title: str
     baseline: BaselineSearch | None = None
     outputs: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def nothing_to_gate(cls) -> Result:
+        """No candidate to gate (a run of another event, a failed run, no pull request)."""
+        return cls("none", EXIT_OK, "", "neutral", "")
+
+    @classmethod
+    def baseline_recorded(cls, report: str, title: str) -> Result:
+        return cls("none", EXIT_OK, report, "neutral", title)
+
+    @classmethod
+    def no_baseline(cls, report: str, title: str, search: BaselineSearch) -> Result:
+        return cls("none", EXIT_OK, report, "neutral", title, search)
+
+    @classmethod
+    def not_comparable(cls, report: str, title: str, search: BaselineSearch) -> Result:
+        return cls("none", EXIT_NOT_COMPARABLE, report, "failure", title, search)
+
+    @classmethod
+    def decided(
+        cls, decision: Overall, fail_on: str, report: str, title: str, search: BaselineSearch
+    ) -> Result:
+        """A gate decision: exit code by ``fail_on``, check conclusion by the decision."""
+        return cls(
+            decision,
+            exit_code_for(decision, fail_on),
+            report,
+            CONCLUSION_OF_DECISION[decision],
+            title,
+            search,
+        )
 
 
 class ActionFlow:
@@ -190,7 +227,7 @@ class ActionFlow:
         return Target(head, None, self._baseline_workflow())
 
     def baseline_mode(self) -> Result:
-        from gate.report.markdown import ReportContext, render_run_summary
+        from gate.report.markdown import render_run_summary
 
         run = self.local_candidate()
         # Plain text: the renderer escapes it.
@@ -199,8 +236,8 @@ class ActionFlow:
             f"Once {self.inputs.out} is uploaded as the {self.inputs.baseline_artifact} artifact, "
             "pull requests are gated against these scores."
         )
-        report = render_run_summary(run, context=ReportContext(**self._links(None)), intro=intro)
-        return Result("none", EXIT_OK, report, "neutral", f"{self.inputs.check_name}: baseline run")
+        report = render_run_summary(run, context=self._context(None), intro=intro)
+        return Result.baseline_recorded(report, f"{self.inputs.check_name}: baseline run")
 
     def workflow_run_mode(self) -> Result:
         run = self.ctx.event.workflow_run
@@ -210,14 +247,14 @@ class ActionFlow:
             self.commands.notice(
                 f"run {run.id} was triggered by {run.event}, not a pull request: nothing to gate"
             )
-            return Result("none", EXIT_OK, "", "neutral", "")
+            return Result.nothing_to_gate()
         if run.conclusion not in (None, "success"):
             self.commands.warning(f"run {run.id} ended {run.conclusion}: there is no candidate to gate")
-            return Result("none", EXIT_OK, "", "neutral", "")
+            return Result.nothing_to_gate()
         lookup = pull_for_run(self.client, run)
         if lookup.pull is None:
             self.commands.warning(lookup.reason or "no pull request found")
-            return Result("none", EXIT_OK, "", "neutral", "")
+            return Result.nothing_to_gate()
         name = self.inputs.baseline_artifact
         notes: list[str] = []
         artifact = find_run_artifact(self.client, run, name, repository_id=self.repository.id, notes=notes)
@@ -236,24 +273,23 @@ class ActionFlow:
         return self.gate(candidate, target)
 
     # -- gating --------------------------------------------------------------------------
-    def _links(self, search: BaselineSearch | None) -> dict[str, object]:
+    def _context(self, search: BaselineSearch | None) -> ReportContext:
+        """Links and identity for the report: this run, the artifact, the baseline when found."""
         from datetime import UTC, datetime
 
-        links: dict[str, object] = {
-            "run_url": self.ctx.run_url,
-            "artifact_url": f"{self._artifact_run_url}#artifacts" if self._artifact_run_url else None,
-            "marker": marker(self.inputs.check_name),
-            "title": self.inputs.check_name,
-            "now": datetime.now(UTC),
-        }
-        if search is not None and search.baseline is not None:
-            chosen = search.baseline
-            links.update(
-                baseline_commit=chosen.run.head_sha,
-                baseline_run_id=str(chosen.run.id),
-                baseline_url=chosen.run.html_url,
-            )
-        return links
+        from gate.report.markdown import ReportContext
+
+        chosen = search.baseline if search is not None else None
+        return ReportContext(
+            run_url=self.ctx.run_url,
+            artifact_url=f"{self._artifact_run_url}#artifacts" if self._artifact_run_url else None,
+            marker=marker(self.inputs.check_name),
+            title=self.inputs.check_name,
+            now=datetime.now(UTC),
+            baseline_commit=chosen.run.head_sha if chosen else None,
+            baseline_run_id=str(chosen.run.id) if chosen else None,
+            baseline_url=chosen.run.html_url if chosen else None,
+        )
 
     @staticmethod
     def _notes(search: BaselineSearch, *first: str) -> str:
@@ -268,7 +304,6 @@ class ActionFlow:
     def gate(self, candidate: RunArtifact, target: Target) -> Result:
         from gate.decision.compare import compare_runs
         from gate.report.markdown import (
-            ReportContext,
             render_markdown,
             render_no_baseline,
             render_not_comparable,
@@ -289,15 +324,13 @@ class ActionFlow:
                 print(search.baseline.staleness(), flush=True)
             else:
                 print(f"no baseline: {search.reason}", flush=True)
-        context = ReportContext(**self._links(search))
+        context = self._context(search)
         fail_on = self.inputs.fail_on or self.config.gate.fail_on
         if search.baseline is None:
             how = HOW_TO_MAKE_A_BASELINE.format(artifact=self.inputs.baseline_artifact)
             body = render_no_baseline(candidate, context=context)
             report = body.rstrip() + "\n" + self._notes(search, f"No baseline yet: {search.reason}. {how}")
-            result = Result(
-                "none", EXIT_OK, report, "neutral", f"{self.inputs.check_name}: no baseline yet", search
-            )
+            result = Result.no_baseline(report, f"{self.inputs.check_name}: no baseline yet", search)
         else:
             try:
                 comparison = compare_runs(
@@ -309,24 +342,12 @@ class ActionFlow:
             except NotComparableError as exc:
                 report = render_not_comparable(str(exc), context=context)
                 self.commands.error(str(exc), title="ragproof")
-                result = Result(
-                    "none",
-                    EXIT_NOT_COMPARABLE,
-                    report,
-                    "failure",
-                    f"{self.inputs.check_name}: not comparable",
-                    search,
-                )
+                result = Result.not_comparable(report, f"{self.inputs.check_name}: not comparable", search)
             else:
                 report = render_markdown(comparison, context=context) + self._notes(search)
                 decision = comparison.overall
-                result = Result(
-                    decision,
-                    exit_code_for(decision, fail_on),
-                    report,
-                    CONCLUSION_OF_DECISION[decision],
-                    f"{self.inputs.check_name}: {decision}",
-                    search,
+                result = Result.decided(
+                    decision, fail_on, report, f"{self.inputs.check_name}: {decision}", search
                 )
         self.publish(result, target)
         return result

@@ -137,7 +137,7 @@ class Commit(_GitHubModel):
         return self.commit.committer.date if self.commit and self.commit.committer else None
 
 
-class Comparison(_GitHubModel):
+class CommitComparison(_GitHubModel):
     """``GET /repos/{owner}/{repo}/compare/{base}...{head}``."""
 
     status: str  # "ahead" | "behind" | "identical" | "diverged"

@@ -29,11 +29,7 @@ def registry() -> dict[str, MetricSpec]:
     reports and artifacts list metrics the same way in every process.
     """
     for module in METRIC_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        importlib.import_module(module)
     module_rank = {m: i for i, m in enumerate(METRIC_MODULES)}
     position = {name: i for i, name in enumerate(REGISTRY)}
     ordered = sorted(

@@ -19,16 +19,12 @@ gives ``metadata.FIELD=VALUE`` when the case has the field (non-string values as
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from typing import Any
 
-from gate.core.errors import UsageError
 from gate.metrics import registry
 from gate.model.artifact import MetricSummary, Row, Summary
-
-ALL_SLICE = "all"
+from gate.model.slices import ALL_SLICE, slice_keys
 
 
 def nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
@@ -39,34 +35,6 @@ def nearest_rank(sorted_values: Sequence[float], fraction: float) -> float:
         raise ValueError(f"fraction must be in [0, 1], got {fraction}")
     position = max(1, math.ceil(fraction * len(sorted_values)))
     return float(sorted_values[position - 1])
-
-
-def _value_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def slice_keys(row: Row, slices: Sequence[str]) -> list[str]:
-    """The slice keys a row belongs to: ``all`` first, then per dimension in ``slices`` order."""
-    keys = [ALL_SLICE]
-    for dimension in slices:
-        if dimension == "kind":
-            keys.append(f"kind={row.kind}")
-        elif dimension == "tags":
-            keys.extend(f"tags={tag}" for tag in row.tags)
-        elif dimension.startswith("tags:") and len(dimension) > 5:
-            prefix = dimension[5:] + ":"
-            keys.extend(f"tags={tag}" for tag in row.tags if tag.startswith(prefix))
-        elif dimension.startswith("metadata.") and len(dimension) > 9:
-            value: Any = row.metadata
-            for part in dimension[9:].split("."):
-                value = value.get(part) if isinstance(value, dict) else None
-            if value is not None:
-                keys.append(f"{dimension}={_value_text(value)}")
-        else:
-            raise UsageError(
-                f"gate.slices: unknown slice dimension {dimension!r} (expected kind, tags, tags:NAME or metadata.FIELD)"
-            )
-    return list(dict.fromkeys(keys))
 
 
 class _Accumulator:

@@ -72,17 +72,6 @@ class Case(StrictModel):
                 raise ValueError(f"relevance grade of {key!r} must be a finite number >= 0, got {grade}")
         return v
 
-    def tag_values(self) -> list[str]:
-        return list(self.tags)
-
-    def field_value(self, dotted: str) -> Any:
-        """Value of a dotted case field such as ``kind`` or ``metadata.document_id`` (None if absent)."""
-        head, _, rest = dotted.partition(".")
-        value: Any = getattr(self, head, None) if head != "metadata" else self.metadata
-        for part in rest.split(".") if rest else ():
-            value = value.get(part) if isinstance(value, dict) else None
-        return value
-
 
 @dataclass(frozen=True)
 class Dataset:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gate.decision.compare import Comparison, GateResult
+from gate.decision.comparison import Comparison, GateResult
 from gate.model.artifact import RunArtifact
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 

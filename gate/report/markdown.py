@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pydantic import field_validator
 
 from gate.core.strict import StrictModel
-from gate.decision.compare import Comparison, GateResult
+from gate.decision.comparison import Comparison, GateResult
 from gate.model.artifact import RunArtifact
 from gate.report.escape import md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed

@@ -34,6 +34,9 @@ from gate import __version__
 from gate.adapters import STDERR_LOG_NAME, Adapter, AdapterError, AdapterTimeout, build_adapter
 from gate.core.environment import Environment
 from gate.core.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
+from gate.judge.session import JudgeSession, build_judge
+from gate.metrics import registry
+from gate.metrics.aggregate import summarize
 from gate.metrics.base import ScoringContext
 from gate.model.artifact import (
     RUN_FILE,
@@ -45,17 +48,18 @@ from gate.model.artifact import (
     RunMeta,
     RunStatus,
     ShardInfo,
-    Summary,
     ToolInfo,
 )
 from gate.model.config import Config
-from gate.model.dataset import Case, load_dataset
+from gate.model.dataset import Case, Dataset, load_dataset
 from gate.model.records import MetricResult
 from gate.run.artifact_io import check_out_dir, new_run_id, read_artifact, utc_now, write_artifact
+from gate.run.checks import run_warnings
 from gate.run.gitinfo import git_info
 from gate.run.progress import Progress
-from gate.run.scoring_workers import make_scorer
-from gate.run.shards import in_shard
+from gate.run.scoring import select_metrics
+from gate.run.scoring_workers import InlineScorer, make_scorer
+from gate.run.shards import Shard, in_shard
 from gate.run.store import Store, run_key
 
 MAX_ERROR_CHARS = 2000
@@ -76,12 +80,6 @@ def store_path(config: Config, env: Environment) -> Path:
     """``run.store``, relative to the working directory."""
     path = Path(config.run.store)
     return path if path.is_absolute() else env.cwd / path
-
-
-def select_metric_names(config: Config) -> list[str]:
-    from gate.run.scoring import select_metrics
-
-    return select_metrics(config.run.metrics)
 
 
 def adapter_description(config: Config) -> dict[str, Any]:
@@ -163,7 +161,7 @@ class _LoopResult:
 class _CaseRunner:
     """Runs one case through adapter and metrics; knows nothing of the store or progress."""
 
-    def __init__(self, adapter: Adapter, k: int, timeout_s: float, scorer: Any) -> None:
+    def __init__(self, adapter: Adapter, k: int, timeout_s: float, scorer: InlineScorer) -> None:
         self._adapter = adapter
         self._k = k
         self._timeout_s = timeout_s
@@ -280,34 +278,29 @@ async def _run_loop(
 # -- the run -----------------------------------------------------------------------------
 
 
-def _build_judge(config: Config, env: Environment, path: Path, use_cache: bool) -> Any | None:
-    try:
-        from gate.judge.session import build_judge
-    except ModuleNotFoundError as exc:
-        if exc.name in {"gate.judge", "gate.judge.session"}:
-            return None
-        raise
-    return build_judge(config.judge, env, path, use_cache)
+@dataclass(frozen=True)
+class RunPlan:
+    """What one invocation runs: this shard's cases of the dataset, the metrics, the store key."""
+
+    dataset: Dataset
+    cases: list[tuple[int, Case]]  # (position in the dataset, case)
+    metric_names: list[str]
+    config_hash: str
+    key: str  # the store's run key: dataset, config and shard
+    db_path: Path
 
 
-def _summarize(rows: list[Row], metric_names: list[str], slices: list[str]) -> Summary:
-    from gate.metrics.aggregate import summarize
-
-    return summarize(rows, metric_names, slices)
-
-
-def _warnings(config: Config, rows: list[Row], cases: list[Case], metric_names: list[str]) -> list[str]:
-    from gate.metrics import registry
-    from gate.run.checks import run_warnings
-
-    specs = registry()
-    return run_warnings(
-        rows,
-        {case.id: case for case in cases},
-        [specs[name] for name in metric_names if name in specs],
-        k=config.run.k,
-        source_match=config.run.source_match,
-        document_id_key=config.run.document_id_key,
+def plan_run(config: Config, env: Environment, shard: Shard | None) -> RunPlan:
+    """Load the dataset and keep this shard's cases; DataError/UsageError for bad input."""
+    dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
+    config_hash = config.config_hash()
+    return RunPlan(
+        dataset=dataset,
+        cases=[(position, case) for position, case in enumerate(dataset.cases) if in_shard(case.id, shard)],
+        metric_names=select_metrics(config.run.metrics),
+        config_hash=config_hash,
+        key=run_key(dataset.sha256, config_hash, shard),
+        db_path=store_path(config, env),
     )
 
 
@@ -316,7 +309,7 @@ def execute_run(
     env: Environment,
     out_dir: Path,
     *,
-    shard: tuple[int, int] | None = None,
+    shard: Shard | None = None,
     no_cache: bool = False,
     resume: Path | None = None,
     progress: bool = True,
@@ -330,133 +323,181 @@ def execute_run(
     wall_start = time.monotonic()
     out_dir = Path(out_dir)
     check_out_dir(out_dir)
-    dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
-    metric_names = select_metric_names(config)
-    cases = [(position, case) for position, case in enumerate(dataset.cases) if in_shard(case.id, shard)]
-    config_hash = config.config_hash()
-    key = run_key(dataset.sha256, config_hash, shard)
-    db_path = store_path(config, env)
-    store = Store(db_path)
-    judge: Any | None = None
-    try:
-        resumed = _resume_from(resume, store, key) if resume else _Resumed(new_run_id())
-        wanted = {case.id for _, case in cases}
-        rows_by_id = {cid: row for cid, row in resumed.rows.items() if cid in wanted}
-        run_id = resumed.run_id
-        store.begin_run(run_id, key, out_dir)
-        for cid, row in rows_by_id.items():
-            store.add_result(run_id, cid, row.model_dump_json())
-        store.flush()
-
-        judge = _build_judge(config, env, db_path, not no_cache)
-        extras: dict[str, Any] = {}
-        if config.composite is not None:
-            extras["composite_weights"] = dict(config.composite.weights)
-        ctx = ScoringContext(
-            k=config.run.k,
-            source_match=config.run.source_match,
-            document_id_key=config.run.document_id_key,
-            ndcg_gain=config.run.ndcg_gain,
-            numeric_tolerance=config.run.numeric_tolerance,
-            judge=judge,
-            extras=extras,
-        )
-        log_dir = db_path.parent / "logs" / run_id
-        adapter = build_adapter(config, env, log_dir)
-        pending = [(position, case) for position, case in cases if case.id not in rows_by_id]
-        bar = (
-            Progress(
-                len(cases),
-                # CI keeps every byte of a log, even from a pseudo-terminal: plain lines there.
-                tty=env.stderr_is_tty and not env.is_ci,
-                already_done=len(cases) - len(pending),
-            )
-            if progress
-            else None
-        )
-
-        def tick() -> None:
-            store.flush()
-            if bar is not None:
-                bar.tick()
-
-        def on_row(row: Row) -> None:
-            rows_by_id[row.case_id] = row
-            store.add_result(run_id, row.case_id, row.model_dump_json())
-            if bar is not None:
-                bar.advance(failed=row.status != "ok")
-
-        scorer = make_scorer(ctx, metric_names, judge_threads=config.judge.concurrency)
-        case_runner = _CaseRunner(adapter, config.run.k, config.adapter.timeout_s, scorer)
+    plan = plan_run(config, env, shard)
+    with contextlib.ExitStack() as cleanup:
+        store = Store(plan.db_path)
+        cleanup.callback(_quietly, store.close)
+        run_id, rows_by_id = _restore(store, plan, resume, out_dir)
+        judge = build_judge(config.judge, env, plan.db_path, not no_cache)
+        if judge is not None:
+            cleanup.callback(_quietly, judge.close)
+        log_dir = plan.db_path.parent / "logs" / run_id
         loop_started = time.monotonic()
-        try:
-            outcome = asyncio.run(
-                _run_loop(
-                    adapter,
-                    case_runner,
-                    pending,
-                    config.adapter.concurrency,
-                    on_row,
-                    tick,
-                    store.batch_seconds,
-                )
-            )
-        finally:
-            loop_s = time.monotonic() - loop_started
-            store.flush()
-            if bar is not None:
-                bar.finish()
-            scorer.close()
-        if outcome.failure is not None:
-            raise outcome.failure
-
-        status: RunStatus = "complete"
-        exit_code = EXIT_OK
-        if outcome.stop_reason == "budget":
-            status, exit_code = "aborted:budget", EXIT_BUDGET
-        elif outcome.stop_reason == "signal":
-            status, exit_code = "partial", 128 + (outcome.signal_number or signal.SIGINT)
-        elif len(rows_by_id) < len(cases):
-            status = "partial"
-        rows = [rows_by_id[case.id] for _, case in cases if case.id in rows_by_id]
-        summary = _summarize(rows, metric_names, list(config.gate.slices))
-        warnings = _warnings(config, rows, [case for _, case in cases], metric_names)
-        meta = RunMeta(
-            run_id=run_id,
-            created_at=utc_now(),
-            tool=ToolInfo(version=__version__),
-            git=git_info(env),
-            dataset=DatasetInfo(
-                path=config.dataset, sha256=dataset.sha256, version=dataset.version, case_count=len(dataset)
-            ),
-            config_hash=config_hash,
-            k=config.run.k,
-            source_match=config.run.source_match,
-            document_id_key=config.run.document_id_key,
-            ndcg_gain=config.run.ndcg_gain,
-            metrics=metric_names,
-            slices=list(config.gate.slices),
-            judge=judge.info() if judge is not None else JudgeInfo(),
-            shard=ShardInfo(index=shard[0], count=shard[1]) if shard else None,
-            status=status,
-            cost=judge.cost() if judge is not None else CostInfo(),
-            wall_time_s=round(time.monotonic() - wall_start, 3),
-            adapter=adapter_description(config),
-            warnings=warnings,
+        outcome = _run_pending(config, env, plan, store, run_id, rows_by_id, judge, log_dir, progress)
+        loop_s = time.monotonic() - loop_started
+        status, exit_code = _final_status(outcome, len(rows_by_id), len(plan.cases))
+        rows = [rows_by_id[case.id] for _, case in plan.cases if case.id in rows_by_id]
+        warnings = _warnings(config, rows, [case for _, case in plan.cases], plan.metric_names)
+        meta = _run_meta(
+            config, env, plan, run_id, status, judge, shard, time.monotonic() - wall_start, warnings
         )
+        summary = summarize(rows, plan.metric_names, list(config.gate.slices))
         artifact_dir = write_artifact(
             out_dir, meta, rows, summary, extra_files={STDERR_LOG_NAME: log_dir / STDERR_LOG_NAME}
         )
-    finally:
-        if judge is not None and hasattr(judge, "close"):
-            with contextlib.suppress(Exception):
-                judge.close()
-        with contextlib.suppress(Exception):
-            store.close()
     failures = sum(1 for row in rows if row.status != "ok")
     return RunOutcome(
         artifact_dir, status, exit_code, meta, cases=len(rows), failures=failures, loop_s=loop_s
     )
 
 
-__all__ = ["RunOutcome", "execute_run"]
+def _warnings(config: Config, rows: list[Row], cases: list[Case], metric_names: list[str]) -> list[str]:
+    """End-of-run warnings (:func:`gate.run.checks.run_warnings`)."""
+    specs = registry()
+    return run_warnings(
+        rows,
+        {case.id: case for case in cases},
+        [specs[name] for name in metric_names if name in specs],
+        k=config.run.k,
+        source_match=config.run.source_match,
+        document_id_key=config.run.document_id_key,
+    )
+
+
+def _quietly(close: Callable[[], None]) -> None:
+    # Closing after a failure must not replace the failure that is being raised.
+    with contextlib.suppress(Exception):
+        close()
+
+
+def _restore(store: Store, plan: RunPlan, resume: Path | None, out_dir: Path) -> tuple[str, dict[str, Row]]:
+    """The run id and the rows already finished (none unless resuming), recorded in the store."""
+    resumed = _resume_from(resume, store, plan.key) if resume else _Resumed(new_run_id())
+    wanted = {case.id for _, case in plan.cases}
+    rows_by_id = {cid: row for cid, row in resumed.rows.items() if cid in wanted}
+    store.begin_run(resumed.run_id, plan.key, out_dir)
+    for cid, row in rows_by_id.items():
+        store.add_result(resumed.run_id, cid, row.model_dump_json())
+    store.flush()
+    return resumed.run_id, rows_by_id
+
+
+def _run_pending(
+    config: Config,
+    env: Environment,
+    plan: RunPlan,
+    store: Store,
+    run_id: str,
+    rows_by_id: dict[str, Row],
+    judge: JudgeSession | None,
+    log_dir: Path,
+    progress: bool,
+) -> _LoopResult:
+    """Run the cases not in ``rows_by_id`` yet, adding each finished row there and to the store.
+
+    Re-raises a failure of the loop itself (a bug, a broken store) after committing what finished.
+    """
+    extras: dict[str, Any] = {}
+    if config.composite is not None:
+        extras["composite_weights"] = dict(config.composite.weights)
+    ctx = ScoringContext(
+        k=config.run.k,
+        source_match=config.run.source_match,
+        document_id_key=config.run.document_id_key,
+        ndcg_gain=config.run.ndcg_gain,
+        numeric_tolerance=config.run.numeric_tolerance,
+        judge=judge,
+        extras=extras,
+    )
+    adapter = build_adapter(config, env, log_dir)
+    pending = [(position, case) for position, case in plan.cases if case.id not in rows_by_id]
+    bar = (
+        Progress(
+            len(plan.cases),
+            # CI keeps every byte of a log, even from a pseudo-terminal: plain lines there.
+            tty=env.stderr_is_tty and not env.is_ci,
+            already_done=len(plan.cases) - len(pending),
+        )
+        if progress
+        else None
+    )
+
+    def tick() -> None:
+        store.flush()
+        if bar is not None:
+            bar.tick()
+
+    def on_row(row: Row) -> None:
+        rows_by_id[row.case_id] = row
+        store.add_result(run_id, row.case_id, row.model_dump_json())
+        if bar is not None:
+            bar.advance(failed=row.status != "ok")
+
+    scorer = make_scorer(ctx, plan.metric_names, judge_threads=config.judge.concurrency)
+    case_runner = _CaseRunner(adapter, config.run.k, config.adapter.timeout_s, scorer)
+    try:
+        outcome = asyncio.run(
+            _run_loop(
+                adapter, case_runner, pending, config.adapter.concurrency, on_row, tick, store.batch_seconds
+            )
+        )
+    finally:
+        store.flush()
+        if bar is not None:
+            bar.finish()
+        scorer.close()
+    if outcome.failure is not None:
+        raise outcome.failure
+    return outcome
+
+
+def _final_status(outcome: _LoopResult, finished: int, planned: int) -> tuple[RunStatus, int]:
+    """(status, exit code): budget stop 2, signal 128 + signum, cases missing → partial."""
+    if outcome.stop_reason == "budget":
+        return "aborted:budget", EXIT_BUDGET
+    if outcome.stop_reason == "signal":
+        return "partial", 128 + (outcome.signal_number or signal.SIGINT)
+    return ("partial" if finished < planned else "complete"), EXIT_OK
+
+
+def _run_meta(
+    config: Config,
+    env: Environment,
+    plan: RunPlan,
+    run_id: str,
+    status: RunStatus,
+    judge: JudgeSession | None,
+    shard: Shard | None,
+    wall_time_s: float,
+    warnings: list[str],
+) -> RunMeta:
+    """``run.json`` of this run."""
+    return RunMeta(
+        run_id=run_id,
+        created_at=utc_now(),
+        tool=ToolInfo(version=__version__),
+        git=git_info(env),
+        dataset=DatasetInfo(
+            path=config.dataset,
+            sha256=plan.dataset.sha256,
+            version=plan.dataset.version,
+            case_count=len(plan.dataset),
+        ),
+        config_hash=plan.config_hash,
+        k=config.run.k,
+        source_match=config.run.source_match,
+        document_id_key=config.run.document_id_key,
+        ndcg_gain=config.run.ndcg_gain,
+        metrics=plan.metric_names,
+        slices=list(config.gate.slices),
+        judge=judge.info() if judge is not None else JudgeInfo(),
+        shard=ShardInfo(index=shard[0], count=shard[1]) if shard else None,
+        status=status,
+        cost=judge.cost() if judge is not None else CostInfo(),
+        wall_time_s=round(wall_time_s, 3),
+        adapter=adapter_description(config),
+        warnings=warnings,
+    )
+
+
+__all__ = ["RunOutcome", "RunPlan", "execute_run", "plan_run"]

@@ -9,7 +9,7 @@ from typing import Literal
 
 from gate.core.errors import UsageError
 from gate.metrics import registry
-from gate.metrics.base import REGISTRY, MetricSpec, ScoringContext
+from gate.metrics.base import MetricSpec, ScoringContext
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, MetricResult
 
@@ -35,9 +35,8 @@ def select_metrics(names: Literal["all"] | Sequence[str]) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _selected_specs(names: tuple[str, ...], registered: int) -> tuple[MetricSpec, ...]:
-    # ``registered`` (the registry's size) is part of the key so a metric registered later
-    # (a metric module imported after the first call) is never missed.
+def _selected_specs(names: tuple[str, ...]) -> tuple[MetricSpec, ...]:
+    # registry() has imported every metric module, so the selection of a tuple never changes.
     specs = registry()
     return tuple(specs[name] for name in select_metrics(list(names)))
 
@@ -56,6 +55,6 @@ def score_case(
     """
     results: dict[str, MetricResult] = {}
     case_ctx = dataclasses.replace(ctx, extras={**ctx.extras, "results": results})
-    for spec in _selected_specs(tuple(metric_names), len(REGISTRY)):
+    for spec in _selected_specs(tuple(metric_names)):
         results[spec.name] = spec.score(case, output, case_ctx)
     return results

@@ -21,20 +21,15 @@ from gate.model.records import CaseOutput, MetricResult
 from gate.run.scoring import score_case
 
 
-def score_with(
-    ctx: ScoringContext, metric_names: list[str], case: Case, output: CaseOutput
-) -> dict[str, MetricResult]:
-    # score_case keeps per-case state in its own copy of ctx, so one ctx serves every case.
-    return score_case(case, output, ctx, metric_names)
-
-
 class InlineScorer:
+    """Scores on the caller's thread (the event loop's)."""
+
     def __init__(self, ctx: ScoringContext, metric_names: list[str]) -> None:
         self._ctx = ctx
         self._names = metric_names
 
     async def score(self, case: Case, output: CaseOutput) -> dict[str, MetricResult]:
-        return score_with(self._ctx, self._names, case, output)
+        return score_case(case, output, self._ctx, self._names)
 
     def close(self) -> None:
         pass
@@ -50,7 +45,7 @@ class ThreadScorer(InlineScorer):
 
     async def score(self, case: Case, output: CaseOutput) -> dict[str, MetricResult]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, score_with, self._ctx, self._names, case, output)
+        return await loop.run_in_executor(self._executor, score_case, case, output, self._ctx, self._names)
 
 
 def make_scorer(ctx: ScoringContext, metric_names: list[str], *, judge_threads: int) -> InlineScorer:

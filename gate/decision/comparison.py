@@ -1,0 +1,163 @@
+"""The comparison document: what :func:`gate.decision.compare.compare_runs` returns.
+
+It is also the ``ragproof compare --json`` document (``docs/gate.md``): every model here is
+part of that public contract and changes only with ``COMPARISON_SCHEMA_VERSION``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from gate.core.strict import StrictModel
+from gate.decision.decide import Decision, Overall
+from gate.model.artifact import RunArtifact
+
+COMPARISON_SCHEMA_VERSION = 1
+
+
+class RunIdentity(StrictModel):
+    run_id: str
+    created_at: str
+    commit: str | None = None
+    ref: str | None = None
+    status: str
+    dataset_path: str
+    dataset_sha256: str
+    dataset_version: str | None = None
+    case_count: int
+    judge_model: str | None = None
+
+    @classmethod
+    def of(cls, art: RunArtifact) -> RunIdentity:
+        """The run's identity as recorded in its ``run.json``."""
+        m = art.meta
+        return cls(
+            run_id=m.run_id,
+            created_at=m.created_at,
+            commit=m.git.commit,
+            ref=m.git.ref,
+            status=m.status,
+            dataset_path=m.dataset.path,
+            dataset_sha256=m.dataset.sha256,
+            dataset_version=m.dataset.version,
+            case_count=m.dataset.case_count,
+            judge_model=m.judge.model,
+        )
+
+
+class RunCounts(StrictModel):
+    """Error, skip and cost counts of one run (over all its rows)."""
+
+    cases: int
+    failures: int  # rows with status adapter_error or timeout
+    scored: int  # metric results with status scored
+    skipped: int  # skipped + not_applicable
+    judge_errors: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+    judge_calls: int
+    cost_estimated: bool = False
+
+    @classmethod
+    def of(cls, art: RunArtifact) -> RunCounts:
+        """Counts over every row of ``art`` (metric results by status, cost totals)."""
+        scored = skipped = judge_errors = 0
+        for row in art.rows:
+            for result in row.metrics.values():
+                if result.status == "scored":
+                    scored += 1
+                elif result.status == "judge_error":
+                    judge_errors += 1
+                else:
+                    skipped += 1
+        cost = art.meta.cost
+        return cls(
+            cases=len(art.rows),
+            failures=sum(1 for r in art.rows if r.status != "ok"),
+            scored=scored,
+            skipped=skipped,
+            judge_errors=judge_errors,
+            cost_usd=cost.usd,
+            input_tokens=cost.input_tokens,
+            output_tokens=cost.output_tokens,
+            judge_calls=cost.judge_calls,
+            cost_estimated=cost.estimated,
+        )
+
+
+class DatasetChange(StrictModel):
+    same: bool
+    baseline_sha256: str
+    candidate_sha256: str
+    common: int
+    added: list[str] = Field(default_factory=list)  # only in the candidate
+    removed: list[str] = Field(default_factory=list)  # only in the baseline
+
+
+class Settings(StrictModel):
+    margin: float
+    confidence: float
+    # the level every interval was computed at (differs from confidence in family-wise mode)
+    interval_confidence: float
+    interval: Literal["percentile", "bca"]
+    resamples: int
+    seed: int
+    min_pairs: int
+    family_wise: bool
+    family_size: int
+    cluster_by: str | None = None
+    slices: list[str]
+    gate_slices: list[str]
+
+
+class GateResult(StrictModel):
+    """One metric on one slice. ``delta``, ``lo``, ``hi`` are oriented: positive = better."""
+
+    metric: str
+    slice: str
+    gating: bool  # counts toward the overall decision
+    higher_is_better: bool
+    n: int  # pairs
+    clusters: int | None = None  # clusters holding the pairs (cluster bootstrap only)
+    baseline_mean: float | None = None
+    candidate_mean: float | None = None
+    delta: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    margin: float
+    floor: float | None = None
+    ceiling: float | None = None
+    candidate_lo: float | None = None
+    candidate_hi: float | None = None
+    decision: Decision
+    reason: str
+    mde: float | None = None
+    mde_exceeds_margin: bool = False
+    note: str | None = None  # why a shown gate does not count
+
+
+class CaseDrop(StrictModel):
+    case_id: str
+    worst: float  # the largest oriented drop over the metrics
+    drops: dict[str, float]  # metric -> oriented drop (> 0), largest first
+
+
+class Comparison(StrictModel):
+    """The result of :func:`compare_runs`: also the ``ragproof compare --json`` document."""
+
+    schema_version: int = COMPARISON_SCHEMA_VERSION
+    overall: Overall
+    baseline: RunIdentity
+    candidate: RunIdentity
+    settings: Settings
+    dataset: DatasetChange
+    gates: list[GateResult]
+    top_drops: list[CaseDrop] = Field(default_factory=list)
+    counts: dict[str, RunCounts]  # "baseline" and "candidate"
+    warnings: list[str] = Field(default_factory=list)
+
+    def gating(self) -> list[GateResult]:
+        return [g for g in self.gates if g.gating]
