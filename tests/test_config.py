@@ -43,7 +43,7 @@ def test_minimal_config_gets_the_documented_defaults(tmp_path: Path) -> None:
         ),
         (
             MINIMAL.replace("python", "grpc"),
-            "adapter.type: Input should be 'python', 'http', 'command' or 'replay'",
+            "adapter.type: Input should be 'python', 'http', 'command', 'replay', 'langchain', 'llamaindex' or 'haystack'",
         ),
         ("dataset: cases.jsonl\nadapter: {type: command}\n", "adapter.type 'command' needs adapter.command"),
         (

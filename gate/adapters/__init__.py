@@ -53,6 +53,13 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
         assert adapter.target is not None
         search = [config.base_dir, env.cwd]
         return PythonAdapter(load_pipeline(adapter.target, search))
+    if adapter.type in FRAMEWORK_PACKAGES:
+        from gate.adapters.frameworks import framework_pipeline
+        from gate.adapters.python import PythonAdapter, load_framework_object
+
+        assert adapter.target is not None
+        target = load_framework_object(adapter.target, [config.base_dir, env.cwd])
+        return PythonAdapter(framework_pipeline(adapter.type, target, adapter, config.run.k))
     if adapter.type == "http":
         from gate.adapters.http import HttpAdapter
 
@@ -78,6 +85,9 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
     return ReplayAdapter(load_replay(config.resolve(adapter.path)))
 
 
+# framework adapter type -> the top-level package its extra installs
+FRAMEWORK_PACKAGES = {"langchain": "langchain_core", "llamaindex": "llama_index", "haystack": "haystack"}
+
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
@@ -89,7 +99,13 @@ def check_adapter(config: Config, env: Environment, case_ids: list[str]) -> list
     """
     adapter = config.adapter
     warnings: list[str] = []
-    if adapter.type == "python":
+    if adapter.type in FRAMEWORK_PACKAGES:
+        package = FRAMEWORK_PACKAGES[adapter.type]
+        if PathFinder.find_spec(package, sys.path) is None:
+            raise UsageError(
+                f"adapter.type {adapter.type}: {package} is not installed (pip install 'ragproof[{adapter.type}]')"
+            )
+    if adapter.type in ("python", *FRAMEWORK_PACKAGES):
         assert adapter.target is not None
         if not _TARGET.match(adapter.target):
             raise UsageError(f"adapter.target: expected 'module:attr', got {adapter.target!r}")

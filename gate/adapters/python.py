@@ -65,16 +65,25 @@ def _has_pipeline_methods(obj: Any) -> bool:
     return callable(getattr(obj, "retrieve", None)) or callable(getattr(obj, "answer", None))
 
 
+def _instantiate(obj: Any, target: str) -> Any:
+    try:
+        return obj()
+    except Exception as exc:
+        raise UsageError(f"adapter.target: calling {target!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+def load_framework_object(target: str, search_dirs: list[Path]) -> Any:
+    """Import ``target`` for a framework adapter: the object, or what a class or function returns."""
+    obj = _import_target(target, search_dirs)
+    # Framework objects may themselves be callable; only classes and plain functions are factories.
+    return _instantiate(obj, target) if inspect.isclass(obj) or inspect.isfunction(obj) else obj
+
+
 def load_pipeline(target: str, search_dirs: list[Path]) -> Any:
     """Import ``target`` and return the pipeline object (instantiating a class or factory)."""
     obj = _import_target(target, search_dirs)
     if inspect.isclass(obj) or (callable(obj) and not _has_pipeline_methods(obj)):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise UsageError(
-                f"adapter.target: calling {target!r} failed: {type(exc).__name__}: {exc}"
-            ) from None
+        obj = _instantiate(obj, target)
     if not _has_pipeline_methods(obj):
         raise UsageError(f"adapter.target: {target!r} has neither a retrieve nor an answer method")
     return obj

@@ -22,9 +22,15 @@ from gate.core.strict import StrictModel
 
 
 class AdapterConfig(StrictModel):
-    type: Literal["python", "http", "command", "replay"]
+    type: Literal["python", "http", "command", "replay", "langchain", "llamaindex", "haystack"]
     # python: "module:attr" naming an object, a class or a zero-argument factory
+    # langchain / llamaindex / haystack: the framework object (or a class / function making it)
     target: str | None = None
+    # framework adapters: where the question goes and where documents and answer come out
+    # (langchain: input key; haystack: COMPONENT.SOCKET), see docs/pipelines.md
+    inputs: list[str] | None = None
+    documents_output: str | None = None
+    answer_output: str | None = None
     # http: POST {url}{retrieve_path} and {url}{answer_path}
     url: str | None = None
     retrieve_path: str | None = "/retrieve"
@@ -50,7 +56,7 @@ class AdapterConfig(StrictModel):
 
     @model_validator(mode="after")
     def _required_per_type(self) -> AdapterConfig:
-        needed = {"python": "target", "http": "url", "command": "command", "replay": "path"}[self.type]
+        needed = {"http": "url", "command": "command", "replay": "path"}.get(self.type, "target")
         if not getattr(self, needed):
             raise ValueError(f"adapter.type {self.type!r} needs adapter.{needed}")
         return self

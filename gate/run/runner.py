@@ -86,7 +86,7 @@ def adapter_description(config: Config) -> dict[str, Any]:
     """The adapter's settings for run.json, without headers (they may hold credentials)."""
     adapter = config.adapter
     described: dict[str, Any] = {"type": adapter.type}
-    if adapter.type == "python":
+    if adapter.type in ("python", "langchain", "llamaindex", "haystack"):
         described["target"] = adapter.target
     elif adapter.type == "http":
         parts = urlsplit(adapter.url or "")
