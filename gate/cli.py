@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "compare": "compare",
     "report": "report",
     "validate": "validate",
+    "init": "init",
+    "import": "import_data",
     "demo": "demo",
     "calibrate": "calibrate",
     "rescore": "rescore",
