@@ -37,7 +37,3 @@ class Environment:
         return (
             self.variables.get("CI", "").lower() in {"1", "true", "yes"} or "GITHUB_ACTIONS" in self.variables
         )
-
-    def ragproof_settings(self) -> dict[str, str]:
-        """All ``RAGPROOF_*`` variables."""
-        return {k: v for k, v in self.variables.items() if k.startswith("RAGPROOF_")}

@@ -41,7 +41,6 @@ class Baseline:
 
     artifact: RunArtifact
     run: WorkflowRun
-    artifact_info: Artifact
     merge_base_sha: str
     commits_behind: int  # 0: the run is at the merge-base commit
 
@@ -224,7 +223,7 @@ def find_baseline(
         loaded = fetch_artifact(
             client, artifact, work_dir, label=f"baseline artifact {artifact_name!r} of run {run.id}"
         )
-        search.baseline = Baseline(loaded, run, artifact, merge_base, behind)
+        search.baseline = Baseline(loaded, run, merge_base, behind)
         return True
 
     try:

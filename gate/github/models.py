@@ -74,11 +74,6 @@ class RunPullRequest(_GitHubModel):
     base: GitRef | None = None
 
 
-class HeadCommit(_GitHubModel):
-    id: str
-    timestamp: datetime | None = None
-
-
 class WorkflowRun(_GitHubModel):
     id: int
     name: str | None = None
@@ -131,10 +126,6 @@ class CommitDetail(_GitHubModel):
 class Commit(_GitHubModel):
     sha: str
     commit: CommitDetail | None = None
-
-    @property
-    def committed_at(self) -> datetime | None:
-        return self.commit.committer.date if self.commit and self.commit.committer else None
 
 
 class CommitComparison(_GitHubModel):

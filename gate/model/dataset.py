@@ -18,11 +18,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import ConfigDict, Field, field_validator
 
-from gate.core.errors import DataError, validated
+from gate.core.errors import DataError, json_problem, read_text_file, validated, yaml_problem
 from gate.core.strict import StrictModel
 
 CaseKind = Literal["qa", "unanswerable", "injection"]
-CASE_KINDS: tuple[str, ...] = ("qa", "unanswerable", "injection")
 
 
 class Case(StrictModel):
@@ -115,7 +114,7 @@ def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:
         try:
             records.append((json.loads(line), f"{path}:{lineno}"))
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{lineno}: malformed JSON ({exc.msg} at column {exc.colno})") from None
+            raise DataError(f"{path}:{lineno}: {json_problem(exc)}") from None
     return records
 
 
@@ -123,9 +122,8 @@ def _read_yaml(path: Path, text: str) -> tuple[list[tuple[Any, str]], str | None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise DataError(f"{path}{where}: invalid YAML ({getattr(exc, 'problem', None) or exc})") from None
+        where, problem = yaml_problem(path, exc)
+        raise DataError(f"{where}: invalid YAML ({problem})") from None
     version = None
     if isinstance(data, dict):
         version = data.get("version")
@@ -159,12 +157,7 @@ def load_dataset(path: str | Path, version: str | None = None) -> Dataset:
     An empty dataset is an error: a gate over zero cases decides nothing.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{p}: dataset file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{p}: cannot read dataset: {exc}") from None
+    text = read_text_file(p, "dataset")
     file_version = None
     if p.suffix.lower() in {".yaml", ".yml", ".json"}:
         records, file_version = _read_yaml(p, text)
