@@ -24,6 +24,10 @@ Every request has a (connect, read) timeout. A 403/404 that is not a rate limit 
 
 Artifact downloads answer with a redirect to blob storage; the redirect is followed by hand
 with a separate session that carries no credentials, so the token never leaves the API host.
+
+Proxies (``HTTPS_PROXY``, ``NO_PROXY`` ...) and the CA bundle (``REQUESTS_CA_BUNDLE``,
+``SSL_CERT_FILE`` ...) come from the step's environment as :class:`gate.core.network.
+NetworkSettings`, for the API and the blob storage alike; ``.netrc`` is never read.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from urllib3.util.retry import Retry
 
 from gate import __version__
 from gate.core.errors import RagproofError
+from gate.core.network import NetworkSettings
 
 API_VERSION = "2022-11-28"
 USER_AGENT = f"ragproof/{__version__}"
@@ -153,7 +158,9 @@ class GitHubRetry(Retry):
 
 def _session(*, token: str | None, retry: GitHubRetry) -> requests.Session:
     session = requests.Session()
-    session.trust_env = False  # no proxies or .netrc credentials from the environment
+    # No .netrc credentials, no settings read behind our back: proxies and CAs are passed per
+    # request from NetworkSettings.
+    session.trust_env = False
     adapter = HTTPAdapter(max_retries=retry, pool_maxsize=4)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
@@ -178,9 +185,12 @@ class _HTTPStatusError(Exception):
 class _RequestsTransport:
     """The interface ghapi's operations call (``request(method, url, ...)``), over requests."""
 
-    def __init__(self, session: requests.Session, timeout: tuple[float, float]) -> None:
+    def __init__(
+        self, session: requests.Session, timeout: tuple[float, float], network: NetworkSettings
+    ) -> None:
         self.session = session
         self.timeout = timeout
+        self.network = network
 
     def request(
         self,
@@ -204,6 +214,7 @@ class _RequestsTransport:
             data=data if data is not None else content,
             files=files,
             timeout=self.timeout,
+            **self.network.requests_options(url),
         )
         if response.status_code >= 400:
             raise _HTTPStatusError(response)
@@ -240,8 +251,10 @@ class GitHubClient:
         status_retries: int = 4,
         backoff_factor: float = 1.0,
         headerless_wait: float = 60.0,
+        network: NetworkSettings | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
+        self.network = network or NetworkSettings()
         self.repository = repository
         self.timeout = timeout
         retry = GitHubRetry(
@@ -262,7 +275,7 @@ class GitHubClient:
         self._session = _session(token=token, retry=retry)
         self._blob_session = _session(token=None, retry=retry)
         owner, repo = repository.split("/", 1)
-        self._transport = _RequestsTransport(self._session, timeout)
+        self._transport = _RequestsTransport(self._session, timeout, self.network)
         self._defaults = {"owner": owner, "repo": repo}
         self._operations: dict[str, Any] = {}
 
@@ -387,7 +400,9 @@ class GitHubClient:
         endpoint = f"GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip"
         url = f"{self.api_url}/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip"
         try:
-            response = self._session.get(url, allow_redirects=False, timeout=self.timeout)
+            response = self._session.get(
+                url, allow_redirects=False, timeout=self.timeout, **self.network.requests_options(url)
+            )
             if response.status_code in (301, 302, 303, 307, 308):
                 location = response.headers.get("Location")
                 response.close()
@@ -395,7 +410,9 @@ class GitHubClient:
                     raise GitHubAPIError(
                         f"GitHub API {endpoint}: redirect without a Location", endpoint=endpoint
                     )
-                response = self._blob_session.get(location, stream=True, timeout=self.timeout)
+                response = self._blob_session.get(
+                    location, stream=True, timeout=self.timeout, **self.network.requests_options(location)
+                )
             if response.status_code >= 400:
                 raise self._fail(endpoint, "actions: read", response)
             declared = response.headers.get("Content-Length")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from gate.core.environment import Environment
 from gate.core.errors import DataError, UsageError, pydantic_message, validated
+from gate.core.network import NetworkSettings
 from gate.core.strict import StrictModel
 from gate.github.models import EventPayload
 
@@ -127,6 +128,7 @@ class GitHubContext(BaseModel):
     summary_path: Path | None
     inputs: ActionInputs
     token: SecretStr | None
+    network: NetworkSettings = NetworkSettings()  # proxies and CA bundle of the step
 
     @property
     def owner(self) -> str:
@@ -213,4 +215,5 @@ def build_context(env: Environment) -> GitHubContext:
         summary_path=Path(summary) if summary else None,
         inputs=inputs,
         token=SecretStr(token) if token else None,
+        network=NetworkSettings.from_variables(env.variables),
     )

@@ -140,6 +140,7 @@ class ActionFlow:
                 api_url=self.ctx.api_url,
                 repository=self.ctx.repository,
                 token=self.ctx.token.get_secret_value(),
+                network=self.ctx.network,
             )
         return self._client
 

@@ -6,6 +6,10 @@ timeouts) are retried by urllib3's ``Retry`` with exponential backoff, honouring
 ``Retry-After`` header on 429 and 503. Anything still failing raises
 :class:`gate.core.errors.JudgeError` with one line naming the status.
 
+Proxies and the CA bundle come from the run's environment (:class:`gate.core.network.
+NetworkSettings`: ``HTTPS_PROXY``, ``NO_PROXY``, ``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE`` ...);
+``.netrc`` is never read.
+
 Token usage is taken from the provider's ``usage`` block; when it is absent both counts are
 estimated at 4 characters per token and the reply is flagged ``usage_estimated``.
 """
@@ -24,6 +28,7 @@ from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from gate.core.errors import JudgeError
+from gate.core.network import NetworkSettings
 from gate.model.config import JudgeConfig
 
 CHARS_PER_TOKEN = 4
@@ -88,6 +93,7 @@ def _session(retries: int, pool_size: int) -> requests.Session:
     )
     adapter = HTTPAdapter(max_retries=retry, pool_connections=1, pool_maxsize=max(1, pool_size))
     session = requests.Session()
+    session.trust_env = False  # proxies and CAs come per request from NetworkSettings
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
@@ -125,7 +131,10 @@ def _timed_out(exc: requests.exceptions.RequestException) -> bool:
 class _HTTPChatClient:
     """Shared transport: one pooled session, timeouts, retries, errors as JudgeError."""
 
-    def __init__(self, config: JudgeConfig, api_key: str | None) -> None:
+    def __init__(
+        self, config: JudgeConfig, api_key: str | None, network: NetworkSettings | None = None
+    ) -> None:
+        self.network = network or NetworkSettings()
         self.base_url = (config.base_url or DEFAULT_BASE_URLS[config.provider]).rstrip("/")
         self.model = config.model or ""
         self.api_key = api_key
@@ -144,7 +153,9 @@ class _HTTPChatClient:
 
     def _post_json(self, url: str, headers: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
         try:
-            response = self._session.post(url, headers=headers, json=body, timeout=self.timeout_s)
+            response = self._session.post(
+                url, headers=headers, json=body, timeout=self.timeout_s, **self.network.requests_options(url)
+            )
         except requests.exceptions.RetryError as exc:
             raise JudgeError(f"judge request to {url} failed after retries: {exc}") from None
         except requests.exceptions.RequestException as exc:
@@ -229,11 +240,14 @@ class AnthropicChatClient(_HTTPChatClient):
         return _completion(messages, text, data, "input_tokens", "output_tokens")
 
 
-def make_client(config: JudgeConfig, api_key: str | None) -> ChatClient:
-    """A chat client for ``config.provider`` ("openai" or "anthropic")."""
+def make_client(
+    config: JudgeConfig, api_key: str | None, network: NetworkSettings | None = None
+) -> ChatClient:
+    """A chat client for ``config.provider`` ("openai" or "anthropic"); ``network``: the
+    proxies and CA bundle of the environment (None: direct, certifi's CAs)."""
     if config.provider == "anthropic":
-        return AnthropicChatClient(config, api_key)
-    return OpenAIChatClient(config, api_key)
+        return AnthropicChatClient(config, api_key, network)
+    return OpenAIChatClient(config, api_key, network)
 
 
 def canonical_json(value: Any) -> str:

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from gate.core.environment import Environment
 from gate.core.errors import JudgeError, UsageError
+from gate.core.network import NetworkSettings
 from gate.judge.cache import CachedVerdict, JudgeCache
 from gate.judge.client import ChatClient, Message, canonical_json, estimate_tokens, make_client
 from gate.judge.cost import EXPECTED_OUTPUT_TOKENS, CostMeter, check_budget_configuration
@@ -237,7 +238,7 @@ def build_judge(
             f"judge: environment variable {judge_config.api_key_env} (judge.api_key_env) is not set; "
             "it holds the judge's API key"
         )
-    client = make_client(judge_config, api_key)
+    client = make_client(judge_config, api_key, NetworkSettings.from_variables(env.variables))
     cache = None
     if judge_config.cache:
         path = Path(judge_config.cache_path) if judge_config.cache_path else Path(store_path)

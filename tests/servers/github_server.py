@@ -21,6 +21,7 @@ import io
 import json
 import re
 import socket
+import ssl
 import threading
 import zipfile
 from collections import deque
@@ -125,6 +126,7 @@ class GitHubState:
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     blob_requests: list[dict[str, Any]] = field(default_factory=list)
+    client_ports: list[int] = field(default_factory=list)  # of every request, API and blob storage
     # Requests and responses checked against GitHub's OpenAPI description (github_contract);
     # a test that serves a malformed response on purpose turns the check off.
     check_contract: bool = True
@@ -472,19 +474,23 @@ STARTED: list[GitHubServer] = []
 class GitHubServer:
     """Serves ``state`` on an API port and a blob port; use as a context manager."""
 
-    def __init__(self, state: GitHubState | None = None) -> None:
+    def __init__(self, state: GitHubState | None = None, *, tls: ssl.SSLContext | None = None) -> None:
         self.state = state or GitHubState()
         self._api = _Server(("127.0.0.1", 0), self)
         self._blob = _Server(("127.0.0.1", 0), self)
+        self.scheme = "https" if tls else "http"
+        if tls is not None:  # both ports speak TLS with the caller's certificate
+            for server in (self._api, self._blob):
+                server.socket = tls.wrap_socket(server.socket, server_side=True)
         self._threads: list[threading.Thread] = []
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._api.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self._api.server_address[1]}"
 
     @property
     def blob_url(self) -> str:
-        return f"http://127.0.0.1:{self._blob.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self._blob.server_address[1]}"
 
     def start(self) -> GitHubServer:
         for server in (self._api, self._blob):
@@ -531,6 +537,7 @@ class GitHubServer:
         auth = h.headers.get("Authorization")
         with st.lock:
             st.requests.append({"method": method, "path": path, "query": query, "body": body})
+            st.client_ports.append(h.client_address[1])
         if path == "/_state":
             h._send(200, st.snapshot())
             return
@@ -571,7 +578,7 @@ class GitHubServer:
             if rel == "next" and page >= last:
                 continue
             q = {**query, "page": str(number)}
-            links.append(f'<http://{host}{split.path}?{urlencode(q)}>; rel="{rel}"')
+            links.append(f'<{self.scheme}://{host}{split.path}?{urlencode(q)}>; rel="{rel}"')
         if links:
             headers["Link"] = ", ".join(links)
         payload: Any = {"total_count": len(items), key: chunk} if key else chunk
@@ -695,6 +702,7 @@ class GitHubServer:
         auth = h.headers.get("Authorization")
         with st.lock:
             st.blob_requests.append({"path": path, "authorization": auth})
+            st.client_ports.append(h.client_address[1])
         g = re.fullmatch(r"/blob/(\d+)", path)
         if auth is not None:
             h._send(403, {"message": "blob storage refuses requests carrying credentials"})

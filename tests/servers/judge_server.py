@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -66,8 +67,9 @@ class _Server(ThreadingHTTPServer):
 
 
 class JudgeServer:
-    def __init__(self, responder: Responder | None = None) -> None:
+    def __init__(self, responder: Responder | None = None, *, tls: ssl.SSLContext | None = None) -> None:
         self.responder = responder
+        self.client_ports: list[int] = []  # the client's port of each request (proxied or not)
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self.headers: list[dict[str, str]] = []
@@ -76,13 +78,16 @@ class JudgeServer:
         self._steps: deque[Step] = deque()
         self._lock = threading.Lock()
         self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
+        self.scheme = "https" if tls else "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     # --- control ------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self._httpd.server_address[1]}"
 
     @property
     def openai_url(self) -> str:
@@ -153,6 +158,7 @@ class JudgeServer:
                     server.requests.append(body)
                     server.paths.append(self.path)
                     server.headers.append(dict(self.headers.items()))
+                    server.client_ports.append(self.client_address[1])
                 if self.path not in ("/v1/chat/completions", "/v1/messages"):
                     self._send(404, {"error": f"no route {self.path}"}, {})
                     return
