@@ -106,3 +106,104 @@ def test_config_hash_follows_settings_that_change_scores(tmp_path: Path) -> None
     )
     assert base.config_hash() == same.config_hash()  # concurrency and store location do not change scores
     assert base.config_hash() != other_k.config_hash()
+
+
+# ---------------------------------------------------------------- typos, hints and lines
+
+METRICS = ["retrieval.recall_at_k", "answer.exact_match", "answer.token_f1", "adapter.failure_rate"]
+TYPOS_YAML = """dataset: cases.jsonl
+adapter:
+  type: python
+  target: pipe:make
+run:
+  k: 5
+gate:
+  margin: 0.02
+  metrics:
+    answer.exact_match: {margin: 0.05}
+    answer.f1: {margin: 0.05}
+"""
+
+
+def _error(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> str:
+    path = tmp_path / "ragproof.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as info:
+        load_config(path, env, metric_names=METRICS)
+    assert info.value.exit_code == 64 and "\n" not in str(info.value)
+    return str(info.value).removeprefix(f"{path}")
+
+
+def test_a_misspelt_gate_metric_is_an_error_with_its_line_and_the_closest_name(tmp_path: Path) -> None:
+    assert _error(tmp_path, TYPOS_YAML) == (
+        ":11: gate.metrics.answer.f1: unknown metric 'answer.f1'; did you mean answer.token_f1?"
+    )
+    # without the registry's names (the model layer alone) the key is not checked
+    (tmp_path / "ragproof.yaml").write_text(TYPOS_YAML)
+    assert "answer.f1" in load_config(tmp_path / "ragproof.yaml").gate.metrics
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            MINIMAL + "run: {metrics: [retrieval.recal_at_k]}\n",
+            ":3: run.metrics.0: unknown metric 'retrieval.recal_at_k'; did you mean retrieval.recall_at_k?",
+        ),
+        (
+            MINIMAL + "gate:\n  include:\n    - answer.exact_match\n    - exact_match\n",
+            ":6: gate.include.1: unknown metric 'exact_match'; did you mean answer.exact_match?",
+        ),
+        (
+            MINIMAL + "gate:\n  metrics:\n    adapter.failure_rate: {max: 0.1}\n    zzz: {min: 1}\n",
+            ":6: gate.metrics.zzz: unknown metric 'zzz'; see `ragproof report --list-metrics`",
+        ),
+    ],
+)
+def test_every_metric_name_is_checked(tmp_path: Path, text: str, message: str) -> None:
+    assert _error(tmp_path, text) == message
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            TYPOS_YAML.replace("  margin: 0.02", "  marign: 0.02"),
+            ":8: gate.marign: unknown key; did you mean margin?",
+        ),
+        (
+            TYPOS_YAML.replace("  k: 5", "  k: 5\n  sorce_match: chunk"),
+            ":7: run.sorce_match: unknown key; did you mean source_match?",
+        ),
+        (
+            TYPOS_YAML.replace("{margin: 0.05}\n    answer.f1", "{mrgin: 0.05}\n    answer.f1"),
+            ":10: gate.metrics.answer.exact_match.mrgin: unknown key; did you mean margin?",
+        ),
+        (
+            TYPOS_YAML.replace("  target: pipe:make", "  module: pipe:make"),
+            ":4: adapter.module: unknown key; a python pipeline is named by target: 'module:attr'",
+        ),
+        # a value of the wrong shape names its own line
+        (TYPOS_YAML.replace("  k: 5", "  k: [5]"), ":6: run.k: Input should be a valid integer"),
+        (
+            TYPOS_YAML.replace("  margin: 0.02", "  margin: two percent"),
+            ":8: gate.margin: Input should be a valid number, unable to parse string as a number",
+        ),
+        # a missing key: the line of the section that lacks it
+        (
+            TYPOS_YAML.replace("  target: pipe:make\n", ""),
+            ":2: adapter: Value error, adapter.type 'python' needs adapter.target",
+        ),
+    ],
+)
+def test_unknown_keys_get_a_suggestion_and_wrong_values_their_line(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    assert _error(tmp_path, text) == message
+
+
+def test_a_value_from_the_environment_names_no_line(tmp_path: Path) -> None:
+    text = MINIMAL + "judge:\n  provider: openai\n"
+    assert _error(tmp_path, text, {"RAGPROOF_JUDGE_PROVIDER": "azure"}) == (
+        ": judge.provider: Input should be 'openai' or 'anthropic'"
+    )

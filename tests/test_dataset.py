@@ -101,7 +101,7 @@ def test_unknown_kind(tmp_path: Path) -> None:
             {"d": "high"},
             "relevance.d: Input should be a valid number, unable to parse string as a number",
         ),
-        ("expected_source_id", ["d"], "expected_source_id: unknown key"),
+        ("expected_source_id", ["d"], "expected_source_id: unknown key; did you mean expected_source_ids?"),
     ],
 )
 def test_wrong_types_name_the_field(tmp_path: Path, field: str, value, expected: str) -> None:
@@ -144,13 +144,62 @@ def test_yaml_list_and_mapping_with_version(tmp_path: Path) -> None:
     assert load_dataset(mapped, version="override").version == "override"
 
 
-def test_yaml_errors_name_the_item(tmp_path: Path) -> None:
+def test_yaml_errors_name_the_line_of_the_field(tmp_path: Path) -> None:
     path = tmp_path / "a.yaml"
-    path.write_text(yaml.safe_dump([CASES[0], {"id": "x"}]), encoding="utf-8")
-    assert load_error(path) == f"{path}: case #2: question: Field required"
+    path.write_text(
+        "cases:\n"
+        "  - id: q1\n"
+        "    question: What is the refund window?\n"
+        "  - id: q2\n"  # line 4: the item missing its question
+        "    expected_answer: 30 days\n"
+        "  - id: q3\n"
+        "    question: Who?\n"
+        "    tags: billing\n",  # line 8: a string where a list is expected
+        encoding="utf-8",
+    )
+    assert load_error(path) == f"{path}:4: question: Field required"
+    path.write_text(path.read_text().replace("    expected_answer: 30 days\n", "    question: Why?\n"))
+    assert load_error(path) == f"{path}:8: tags: Input should be a valid list"
+    path.write_text(path.read_text().replace("tags: billing", "contexts: [a, b]"))
+    assert load_error(path) == (
+        f"{path}:8: contexts: unknown key; retrieved chunks come from the adapter at run time; "
+        "the sources a good retrieval finds are expected_source_ids"
+    )
     bad = tmp_path / "bad.yaml"
     bad.write_text("- id: a\n  question: [unclosed\n", encoding="utf-8")
     assert load_error(bad).startswith(f"{bad}:")
+
+
+def test_duplicate_ids_in_yaml_name_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text("- id: q1\n  question: A?\n- id: q2\n  question: B?\n- question: C?\n  id: q1\n")
+    assert load_error(path) == f"{path}:6: id: duplicate case id 'q1' (first at {path}:1)"
+
+
+@pytest.mark.parametrize(
+    ("field", "hint"),
+    [
+        ("ground_truth", "the reference answer is expected_answer"),
+        ("reference", "the reference answer is expected_answer"),
+        ("expected_output", "the reference answer is expected_answer"),
+        (
+            "answer",
+            "the pipeline's answer comes from the adapter at run time; the reference answer is expected_answer",
+        ),
+        (
+            "retrieval_context",
+            "retrieved chunks come from the adapter at run time; the sources a good retrieval finds are expected_source_ids",
+        ),
+        ("query", "the question is question"),
+        ("expected_anwser", "did you mean expected_answer?"),
+        ("tag", "did you mean tags?"),
+    ],
+)
+def test_unknown_fields_get_a_hint_naming_ours(tmp_path: Path, field: str, hint: str) -> None:
+    path = write_jsonl(
+        tmp_path / "c.jsonl", [{"id": "a", "question": "q"}, {"id": "b", "question": "q", field: "x"}]
+    )
+    assert load_error(path) == f"{path}:2: {field}: unknown key; {hint}"
 
 
 # ---------------------------------------------------------------- sha256

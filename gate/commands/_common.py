@@ -15,10 +15,22 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def known_metric_names() -> list[str]:
+    """Every name a config may use for a metric: the registry's and the adapter-failure gate's."""
+    from gate.decision.decide import FAILURE_RATE_METRIC
+    from gate.metrics import registry
+
+    return [*registry(), FAILURE_RATE_METRIC]
+
+
+def load_checked_config(path: Path, env: Environment) -> Config:
+    """``load_config`` with RAGPROOF_* overrides and every metric name checked against the registry."""
+    return load_config(path, env.variables, metric_names=known_metric_names())
+
+
 def load_config_from_args(args: argparse.Namespace, env: Environment) -> Config:
-    """The config named by ``-c``, relative to the working directory, with RAGPROOF_* overrides."""
-    path = Path(args.config)
-    return load_config(path if path.is_absolute() else env.cwd / path, env.variables)
+    """The config named by ``-c``, relative to the working directory (see :func:`load_checked_config`)."""
+    return load_checked_config(resolve(env, args.config), env)
 
 
 def resolve(env: Environment, path: str | Path) -> Path:

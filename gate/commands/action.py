@@ -92,10 +92,10 @@ def _install(command: str, env: Environment, commands: object) -> None:
 def _run(env: Environment) -> int:
     import os
 
+    from gate.commands._common import load_checked_config
     from gate.github.context import build_context
     from gate.github.flow import ActionFlow
     from gate.github.workflow import WorkflowCommands
-    from gate.model.config import load_config
 
     ctx = build_context(env)
     commands = WorkflowCommands(output_path=ctx.output_path, summary_path=ctx.summary_path)
@@ -103,7 +103,7 @@ def _run(env: Environment) -> int:
         commands.add_mask(ctx.token.get_secret_value())
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)
-    config = load_config(ctx.workspace_path(ctx.inputs.config), env.variables)
+    config = load_checked_config(ctx.workspace_path(ctx.inputs.config), env)
     judge_key_env = config.judge.api_key_env
     judge_key = env.get(judge_key_env)
     if judge_key:

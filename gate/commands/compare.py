@@ -48,13 +48,13 @@ def write_text(path: Path, text: str, what: str) -> None:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.commands._common import resolve
+    from gate.commands._common import load_checked_config, resolve
     from gate.decision.compare import compare_runs
     from gate.decision.decide import exit_code_for
-    from gate.model.config import GateConfig, load_config
+    from gate.model.config import GateConfig
     from gate.run.artifact_io import read_artifact
 
-    gate_config = load_config(resolve(env, args.config), env.variables).gate if args.config else GateConfig()
+    gate_config = load_checked_config(resolve(env, args.config), env).gate if args.config else GateConfig()
     baseline = read_artifact(resolve(env, args.baseline))
     candidate = read_artifact(resolve(env, args.candidate))
     comparison = compare_runs(baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges)

@@ -11,6 +11,7 @@ Exit codes (see README "Exit codes"):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -64,15 +65,14 @@ def location(path: object, line: int | None = None, field: str | None = None) ->
     return out
 
 
-def pydantic_message(exc: Exception) -> str:
+def pydantic_message(exc: Exception, model: type | None = None) -> str:
     """Condense a pydantic ValidationError to ``field.path: what was expected`` (first error).
 
-    The remaining error count is appended so nothing is silently hidden.
+    An unknown key gets a hint when ``model`` is given (another tool's name for one of ours,
+    or "did you mean" the closest declared key; see :mod:`gate.core.suggest`). The remaining
+    error count is appended so nothing is silently hidden.
     """
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return str(exc)
-    items = errors()
+    items = error_items(exc)
     if not items:
         return str(exc)
     first = items[0]
@@ -80,9 +80,21 @@ def pydantic_message(exc: Exception) -> str:
     msg = f"{loc}: {first.get('msg', 'invalid value')}"
     if first.get("type") == "extra_forbidden":
         msg = f"{loc}: unknown key"
+        if model is not None:
+            from gate.core.suggest import unknown_key_hint
+
+            hint = unknown_key_hint(model, tuple(first.get("loc", ())))
+            if hint:
+                msg += f"; {hint}"
     if len(items) > 1:
         msg += f" (and {len(items) - 1} more error{'s' if len(items) > 2 else ''})"
     return msg
+
+
+def error_items(exc: Exception) -> list[dict[str, Any]]:
+    """The error dicts of a pydantic ValidationError, in pydantic's order ([] for other errors)."""
+    errors = getattr(exc, "errors", None)
+    return list(errors()) if callable(errors) else []
 
 
 def read_text_file(path: Path, what: str, error: type[RagproofError] = DataError) -> str:
@@ -98,14 +110,27 @@ def read_text_file(path: Path, what: str, error: type[RagproofError] = DataError
 _Model = TypeVar("_Model", bound="BaseModel")
 
 
-def validated(model: type[_Model], raw: Any, where: str, error: type[Exception] = DataError) -> _Model:
-    """``model.model_validate(raw)``; a failure raises ``error("WHERE: field.path: expected ...")``."""
+def validated(
+    model: type[_Model],
+    raw: Any,
+    where: str,
+    error: type[Exception] = DataError,
+    *,
+    line_of: Callable[[tuple[str | int, ...]], int | None] | None = None,
+) -> _Model:
+    """``model.model_validate(raw)``; a failure raises ``error("WHERE: field.path: expected ...")``.
+
+    ``line_of`` maps the failing field's location to a line of the source file (YAML node
+    marks): the message then starts ``WHERE:LINE:``.
+    """
     from pydantic import ValidationError
 
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        raise error(f"{where}: {pydantic_message(exc)}") from None
+        items = error_items(exc)
+        line = line_of(tuple(items[0].get("loc", ()))) if line_of is not None and items else None
+        raise error(f"{location(where, line)}: {pydantic_message(exc, model)}") from None
 
 
 def json_problem(exc: Exception) -> str:

@@ -1,27 +1,42 @@
 """``ragproof.yaml``: pydantic models and loading with one-line errors.
 
 All keys are optional except ``dataset`` and ``adapter``. Unknown keys are rejected with
-their dotted path. ``RAGPROOF_*`` environment variables (metrics.md) override the judge
-section; they are applied by :func:`load_config` from an explicit mapping, never read here
-from the process environment.
+their dotted path, the line and a "did you mean" (:mod:`gate.core.suggest`); a value of the
+wrong shape names its line (:mod:`gate.core.yamllines`). Metric names (``run.metrics``,
+``gate.include``, ``gate.metrics`` keys) are checked against the names the caller passes as
+``metric_names`` (the registry lives in a later package). ``RAGPROOF_*`` environment
+variables (metrics.md) override the judge section; they are applied by :func:`load_config`
+from an explicit mapping, never read here from the process environment.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import Field, field_validator, model_validator
 
-from gate.core.errors import UsageError, read_text_file, validated, yaml_problem
+from gate.core.errors import UsageError, location, read_text_file, validated, yaml_problem
 from gate.core.strict import StrictModel
+from gate.core.suggest import did_you_mean
+from gate.core.yamllines import YamlLines
 
 
 class AdapterConfig(StrictModel):
+    FOREIGN_KEYS: ClassVar[dict[str, str]] = {
+        "module": "a python pipeline is named by target: 'module:attr'",
+        "entrypoint": "a python pipeline is named by target: 'module:attr'",
+        "endpoint": "an HTTP pipeline's address is url",
+        "base_url": "an HTTP pipeline's address is url",
+        "cmd": "a command pipeline's argv is command: [program, arg, ...]",
+        "file": "a replay file is path",
+        "workers": "parallel cases are concurrency",
+    }
+
     type: Literal["python", "http", "command", "replay", "langchain", "llamaindex", "haystack"]
     # python: "module:attr" naming an object, a class or a zero-argument factory
     # langchain / llamaindex / haystack: the framework object (or a class / function making it)
@@ -146,6 +161,13 @@ class CompositeConfig(StrictModel):
 
 
 class Config(StrictModel):
+    FOREIGN_KEYS: ClassVar[dict[str, str]] = {
+        "metrics": "metric names go in run.metrics (what is scored) and gate.metrics (how each gates)",
+        "threshold": "per-metric floors go in gate.metrics: {NAME: {min: ...}}; the drop allowed is gate.margin",
+        "thresholds": "per-metric floors go in gate.metrics: {NAME: {min: ...}}; the drop allowed is gate.margin",
+        "pipeline": "the pipeline is configured under adapter (type, target/url/command/path)",
+    }
+
     version: Literal[1] = 1
     dataset: str
     dataset_version: str | None = None
@@ -163,6 +185,18 @@ class Config(StrictModel):
         """A path from the config, resolved against the config file's directory."""
         p = Path(relative)
         return p if p.is_absolute() else (self.base_dir / p)
+
+    def metric_references(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every metric name the config mentions, with its location: run.metrics, gate.include, gate.metrics."""
+        refs: list[tuple[tuple[str | int, ...], str]] = []
+        for section, key, names in (
+            ("run", "metrics", self.run.metrics),
+            ("gate", "include", self.gate.include),
+        ):
+            if names != "all":
+                refs += [((section, key, i), name) for i, name in enumerate(names)]
+        refs += [(("gate", "metrics", name), name) for name in self.gate.metrics]
+        return refs
 
     def config_hash(self) -> str:
         """sha256 of the settings that change scores (run, adapter type/target, judge model)."""
@@ -208,17 +242,46 @@ def apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> dict[st
     return data
 
 
-def parse_config(data: Any, source: str | Path, env: Mapping[str, str] | None = None) -> Config:
-    """Validate already-parsed YAML/JSON data as a config."""
+def parse_config(
+    data: Any,
+    source: str | Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    metric_names: Collection[str] | None = None,
+    lines: YamlLines | None = None,
+) -> Config:
+    """Validate already-parsed YAML/JSON data as a config.
+
+    ``metric_names``: the known metric names, to check every metric name in the config
+    against (None: not checked). ``lines``: the source text's node lines, so an error names
+    its line (none for a value that came from a RAGPROOF_* variable).
+    """
     if not isinstance(data, dict):
         raise UsageError(f"{source}: expected a mapping at the top level")
+    overridden = {
+        (sec, key) for var, (sec, key, _) in ENV_OVERRIDES.items() if (env or {}).get(var, "").strip()
+    }
+
+    def line_of(loc: tuple[str | int, ...]) -> int | None:
+        if lines is None or tuple(loc[:2]) in overridden:
+            return None
+        return lines.line_of(loc)
+
     data = apply_env_overrides(dict(data), env or {})
-    cfg = validated(Config, data, str(source), UsageError)
+    cfg = validated(Config, data, str(source), UsageError, line_of=line_of)
     cfg.base_dir = Path(source).parent if str(source) not in {"", "-"} else Path(".")
+    if metric_names is not None:
+        for loc, name in cfg.metric_references():
+            if name not in metric_names:
+                hint = did_you_mean(name, metric_names) or "see `ragproof report --list-metrics`"
+                where = location(source, line_of(loc))
+                raise UsageError(f"{where}: {'.'.join(map(str, loc))}: unknown metric {name!r}; {hint}")
     return cfg
 
 
-def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path, env: Mapping[str, str] | None = None, *, metric_names: Collection[str] | None = None
+) -> Config:
     """Load and validate ``ragproof.yaml``. Raises UsageError with one clear line."""
     p = Path(path)
     text = read_text_file(p, "config", UsageError)
@@ -229,4 +292,4 @@ def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Confi
         raise UsageError(f"{where}: {problem}") from None
     if data is None:
         raise UsageError(f"{p}: config file is empty; expected at least 'dataset' and 'adapter'")
-    return parse_config(data, p, env)
+    return parse_config(data, p, env, metric_names=metric_names, lines=YamlLines(text))

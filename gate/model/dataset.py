@@ -7,27 +7,71 @@ defaults filled in, keys sorted, compact separators, in file order. Reformatting
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import ConfigDict, Field, field_validator
 
-from gate.core.errors import DataError, json_problem, read_text_file, validated, yaml_problem
+from gate.core.errors import DataError, json_problem, location, read_text_file, validated, yaml_problem
 from gate.core.strict import StrictModel
+from gate.core.yamllines import YamlLines
 
 CaseKind = Literal["qa", "unanswerable", "injection"]
+
+# Other evaluation tools' field names (RAGAS, DeepEval, TruLens, Phoenix, hand-made sets) and
+# what ragproof calls the same thing; an unknown field with one of these names gets the hint.
+_REFERENCE = "the reference answer is expected_answer"
+_RUNTIME_ANSWER = (
+    "the pipeline's answer comes from the adapter at run time; the reference answer is expected_answer"
+)
+_RUNTIME_CONTEXT = (
+    "retrieved chunks come from the adapter at run time; the sources a good retrieval finds "
+    "are expected_source_ids"
+)
+_QUESTION = "the question is question"
+_SOURCES = "the ids of the chunks or documents that answer the question are expected_source_ids"
+FOREIGN_CASE_FIELDS: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "ground_truth",
+            "ground_truths",
+            "reference",
+            "reference_answer",
+            "expected_output",
+            "gold_answer",
+            "golden_answer",
+            "target",
+            "label",
+        ],
+        _REFERENCE,
+    ),
+    **dict.fromkeys(["answer", "response", "actual_output", "output", "prediction"], _RUNTIME_ANSWER),
+    **dict.fromkeys(
+        ["contexts", "context", "retrieval_context", "retrieved_contexts", "documents"], _RUNTIME_CONTEXT
+    ),
+    **dict.fromkeys(["query", "input", "user_input", "prompt"], _QUESTION),
+    **dict.fromkeys(
+        ["reference_contexts", "relevant_ids", "relevant_docs", "doc_ids", "expected_ids", "reference_ids"],
+        _SOURCES,
+    ),
+    "type": "the case type is kind (qa, unanswerable or injection)",
+    "labels": "labels are tags (a list of strings, name:value or plain)",
+}
 
 
 class Case(StrictModel):
     """One evaluation case. Unknown fields are rejected to catch typos like ``expected_source_id``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)  # hashable, shared across workers
+    FOREIGN_KEYS: ClassVar[dict[str, str]] = FOREIGN_CASE_FIELDS
 
     id: str = Field(min_length=1)
     question: str = Field(min_length=1)
@@ -98,10 +142,13 @@ def dataset_sha256(cases: tuple[Case, ...] | list[Case]) -> str:
     return h.hexdigest()
 
 
-def _validate_case(raw: Any, where: str) -> Case:
+LineOf = Callable[[tuple[str | int, ...]], int | None]
+
+
+def _validate_case(raw: Any, where: str, line_of: LineOf | None = None) -> Case:
     if not isinstance(raw, dict):
         raise DataError(f"{where}: expected a JSON object with 'id' and 'question', got {type(raw).__name__}")
-    return validated(Case, raw, where)
+    return validated(Case, raw, where, line_of=line_of)
 
 
 def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:
@@ -118,31 +165,53 @@ def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:
     return records
 
 
-def _read_yaml(path: Path, text: str) -> tuple[list[tuple[Any, str]], str | None]:
+def _read_yaml(path: Path, text: str) -> tuple[list[tuple[Any, str]], list[LineOf | None], str | None]:
+    """(records, a line locator per record, the file's version).
+
+    An item's errors name the line of the failing field (composed node marks); ``case #N``
+    when the node cannot be found.
+    """
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         where, problem = yaml_problem(path, exc)
         raise DataError(f"{where}: invalid YAML ({problem})") from None
+    lines = YamlLines(text)
+    items_node = lines.root
     version = None
     if isinstance(data, dict):
         version = data.get("version")
         data = data.get("cases")
         if data is None:
             raise DataError(f"{path}: expected a list of cases or a mapping with a 'cases' list")
+        found = YamlLines.child(items_node, "cases") if items_node is not None else None
+        items_node = found[1] if found else None
     if not isinstance(data, list):
         raise DataError(f"{path}: expected a list of cases")
-    # YAML gives no per-item line numbers after parsing; name the item index instead.
-    return [(item, f"{path}: case #{i + 1}") for i, item in enumerate(data)], (
-        str(version) if version is not None else None
-    )
+    records: list[tuple[Any, str]] = []
+    locators: list[LineOf | None] = []
+    for i, item in enumerate(data):
+        found = YamlLines.child(items_node, i) if items_node is not None else None
+        if found is None:
+            records.append((item, f"{path}: case #{i + 1}"))
+            locators.append(None)
+            continue
+        records.append((item, str(path)))
+        locators.append(functools.partial(lines.line_of, node=found[1]))
+    return records, locators, (str(version) if version is not None else None)
 
 
-def parse_cases(records: list[tuple[Any, str]]) -> tuple[Case, ...]:
+def parse_cases(
+    records: list[tuple[Any, str]], locators: Sequence[LineOf | None] | None = None
+) -> tuple[Case, ...]:
+    """Validated cases; ``locators[i]`` (optional) names the source line of record i's fields."""
     cases: list[Case] = []
     seen: dict[str, str] = {}
-    for raw, where in records:
-        case = _validate_case(raw, where)
+    for i, (raw, where) in enumerate(records):
+        line_of = locators[i] if locators is not None else None
+        case = _validate_case(raw, where, line_of)
+        if line_of is not None:
+            where = location(where, line_of(("id",)))
         if case.id in seen:
             raise DataError(f"{where}: id: duplicate case id {case.id!r} (first at {seen[case.id]})")
         seen[case.id] = where
@@ -153,17 +222,19 @@ def parse_cases(records: list[tuple[Any, str]]) -> tuple[Case, ...]:
 def load_dataset(path: str | Path, version: str | None = None) -> Dataset:
     """Load a dataset from ``.jsonl`` (one case a line) or ``.yaml``/``.yml``/``.json`` (a list).
 
-    Raises DataError naming the file and line (JSONL) or item (YAML) and what was expected.
+    Raises DataError naming the file and line (of the case in JSONL, of the field in YAML) and
+    what was expected.
     An empty dataset is an error: a gate over zero cases decides nothing.
     """
     p = Path(path)
     text = read_text_file(p, "dataset")
     file_version = None
+    locators: list[LineOf | None] | None = None
     if p.suffix.lower() in {".yaml", ".yml", ".json"}:
-        records, file_version = _read_yaml(p, text)
+        records, locators, file_version = _read_yaml(p, text)
     else:
         records = _read_jsonl(p, text)
-    cases = parse_cases(records)
+    cases = parse_cases(records, locators)
     if not cases:
         raise DataError(f"{p}: dataset has no cases")
     return Dataset(path=str(path), cases=cases, sha256=dataset_sha256(cases), version=version or file_version)

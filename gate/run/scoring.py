@@ -8,6 +8,7 @@ from functools import lru_cache
 from typing import Literal
 
 from gate.core.errors import UsageError
+from gate.core.suggest import did_you_mean
 from gate.metrics import registry
 from gate.metrics.base import MetricSpec, ScoringContext
 from gate.model.dataset import Case
@@ -18,7 +19,7 @@ def select_metrics(names: Literal["all"] | Sequence[str]) -> list[str]:
     """Validated metric names in registry order, each once.
 
     ``"all"`` is every registered metric (judge metrics skip themselves without a judge). An
-    unknown name raises UsageError naming it and listing the known ones.
+    unknown name raises UsageError naming it and the closest known one (else all of them).
     """
     known = registry()
     if names == "all":
@@ -27,7 +28,8 @@ def select_metrics(names: Literal["all"] | Sequence[str]) -> list[str]:
         names = [names]
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise UsageError(f"run.metrics: unknown metric {unknown[0]!r} (known: {', '.join(known)})")
+        hint = did_you_mean(unknown[0], known) or f"known: {', '.join(known)}"
+        raise UsageError(f"run.metrics: unknown metric {unknown[0]!r}; {hint}")
     if not names:
         raise UsageError("run.metrics: no metric selected; use 'all' or a list of metric names")
     chosen = set(names)
