@@ -228,7 +228,7 @@ def test_source_ids_under_a_framework_key_warn_until_document_id_key_names_it(tm
 def test_a_dataset_without_expected_answer_warns_that_answer_quality_is_unmeasured(tmp_path: Path) -> None:
     _, stderr, meta, _ = _run(tmp_path, answers=False, k=1, source_match="document", document_id_key="source")
     warning = (
-        "every answer metric (echo.exact_match, answer.exact_match, answer.token_f1, answer.numeric_match, "
+        "every answer metric (answer.exact_match, answer.token_f1, answer.numeric_match, "
         "generation.completeness, judge.context_recall) was skipped: no case has expected_answer (3 case(s) answered), so answer quality is not measured; "
         "add expected_answer to the dataset"
     )

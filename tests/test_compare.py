@@ -271,3 +271,46 @@ def test_json_document_fields_are_documented():
             assert re.search(rf"`{field}(`|\[\]`|\.)", doc), (
                 f"{model.__name__}.{field} missing from docs/gate.md"
             )
+
+
+def _echo_and_alias_runs():
+    """40 qa cases: the candidate changes only the answers' letter case (echo.exact_match drops from
+    1.0 to 0.0, answer.exact_match stays 1.0) and loses support on 10 claims (groundedness and its
+    alias judge.context_precision, the same number, drop together)."""
+    base, cand = [], []
+    for i in range(40):
+        grounded = 1.0 if i >= 10 else 0.0
+        values = {"answer.exact_match": 1.0, "echo.exact_match": 1.0, "generation.groundedness": 1.0}
+        base.append(row(f"q{i:02d}", {**values, "judge.context_precision": 1.0}))
+        changed = {**values, "echo.exact_match": 0.0, "generation.groundedness": grounded}
+        cand.append(row(f"q{i:02d}", {**changed, "judge.context_precision": grounded}))
+    return artifact(meta("b"), base), artifact(meta("c"), cand)
+
+
+def test_echo_exact_match_is_a_diagnostic_and_an_alias_does_not_gate_twice():
+    b, c = _echo_and_alias_runs()
+    result = compare_runs(b, c, GateConfig(family_wise=True))
+    echo = gate_of(result, "echo.exact_match")
+    assert (echo.decision, echo.gating, echo.note) == (
+        "block",
+        False,
+        "diagnostic: shown, does not gate by default",
+    )
+    alias = gate_of(result, "judge.context_precision")
+    assert not alias.gating and alias.delta == gate_of(result, "generation.groundedness").delta == -0.25
+    assert gate_of(result, "generation.groundedness").gating
+    gating = sorted({g.metric for g in result.gates if g.gating})
+    assert gating == ["adapter.failure_rate", "answer.exact_match", "generation.groundedness"]
+    # three metrics on two slices (all, kind=qa)
+    assert result.settings.family_size == 6
+    assert result.settings.interval_confidence == pytest.approx(1 - 0.05 / 6)
+
+
+def test_an_alias_gated_on_request_still_counts_once_in_the_family():
+    b, c = _echo_and_alias_runs()
+    names = ["answer.exact_match", "echo.exact_match", "generation.groundedness", "judge.context_precision"]
+    result = compare_runs(b, c, GateConfig(family_wise=True, include=names))
+    assert all(gate_of(result, name).gating for name in names)
+    # five gating metrics on two slices, of which groundedness and its alias are one number
+    assert sum(1 for g in result.gates if g.gating) == 10
+    assert result.settings.family_size == 8

@@ -46,7 +46,7 @@ from gate.decision.decide import (
     overall_decision,
     skip_reason,
 )
-from gate.metrics import registry
+from gate.metrics import distinct_name, registry
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
 from gate.model.slices import ALL_SLICE, slice_gates, slice_masks
@@ -108,7 +108,15 @@ def compare_runs(
         for c in columns_of.values()
         for key, mask in masks.items()
     ]
-    family = sum(1 for g in gates if g.gating and int(g.mask.sum()) >= gate_config.min_pairs)
+    # Distinct gates: an alias gated beside its original (both listed in gate.include) is one
+    # number, so it widens the family-wise intervals once.
+    family = len(
+        {
+            (distinct_name(g.policy.name), g.key)
+            for g in gates
+            if g.gating and int(g.mask.sum()) >= gate_config.min_pairs
+        }
+    )
     level = (
         family_confidence(gate_config.confidence, family)
         if gate_config.family_wise

@@ -39,4 +39,10 @@ def registry() -> dict[str, MetricSpec]:
     return {spec.name: spec for spec in ordered}
 
 
-__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "ScoringContext", "registry"]
+def distinct_name(name: str) -> str:
+    """The metric whose number ``name`` reports: the original of an alias, else ``name`` itself."""
+    spec = registry().get(name)
+    return spec.same_as if spec is not None and spec.same_as else name
+
+
+__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "ScoringContext", "distinct_name", "registry"]

@@ -67,6 +67,9 @@ class MetricSpec:
     categorical: bool = False
     # Diagnostics are shown but never gate by default.
     gate_by_default: bool = True
+    # An alias: the same number as another metric under a second name (shown, gates only when
+    # asked, and never counted twice in the gate family).
+    same_as: str | None = None
     # When a judge is configured, heuristic metrics may consult it (abstention/overrefusal).
     uses_judge_when_available: bool = False
 
@@ -113,8 +116,13 @@ def metric(
     categorical: bool = False,
     gate_by_default: bool = True,
     uses_judge_when_available: bool = False,
+    same_as: str | None = None,
 ) -> Callable[[ComputeFn], ComputeFn]:
-    """Register ``compute`` under ``name``. Registering a name twice is a programming error."""
+    """Register ``compute`` under ``name``. Registering a name twice is a programming error.
+
+    ``same_as`` marks an alias of another metric (the same value on every case): it does not
+    gate by default, so no number blocks twice.
+    """
 
     def register(fn: ComputeFn) -> ComputeFn:
         if name in REGISTRY:
@@ -128,8 +136,9 @@ def metric(
             compute=fn,
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
             categorical=categorical,
-            gate_by_default=gate_by_default and not categorical,
+            gate_by_default=gate_by_default and not categorical and same_as is None,
             uses_judge_when_available=uses_judge_when_available,
+            same_as=same_as,
         )
         return fn
 

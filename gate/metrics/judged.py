@@ -11,7 +11,8 @@ Formulas (calls per case in brackets; identical prompts and inputs are judged on
 - generation.groundedness [1, task "claims"]: supported claims / claims of the answer;
   zero claims -> not_applicable.
 - judge.context_precision [0 extra: the same "claims" verdicts]: the same ratio under the
-  RAG-metrics name (answer claims supported by the context).
+  RAG-metrics name (answer claims supported by the context): an alias of groundedness, shown
+  but not gating by default (the one number would otherwise block twice).
 - judge.faithfulness [1, "faithfulness"]: 1.0 when every claim of the answer is entailed by
   the context (stricter than supported: no added detail), else 0.0; zero claims -> not_applicable.
 - generation.citation_support [1 batched, or 0 when no cited id is in the context]:
@@ -165,7 +166,12 @@ def context_recall(case: Case, output: CaseOutput, ctx: ScoringContext) -> Metri
     return _fraction([c.covered for c in verdict.reply.claims], verdict, REASON_NO_REFERENCE_CLAIMS)
 
 
-@metric("judge.context_precision", kind="judge", needs=("answer", "context", "judge"))
+@metric(
+    "judge.context_precision",
+    kind="judge",
+    needs=("answer", "context", "judge"),
+    same_as="generation.groundedness",
+)
 def context_precision(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Answer claims supported by the context / answer claims (the groundedness call, judged once)."""
     return _supported_claims(case, output, ctx)
