@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from servers.judge_server import JudgeServer, reply, user_prompt
+from servers.judge_server import JudgeServer, Step, reply, user_prompt
 
 from gate.model.config import load_config
 from gate.model.dataset import load_dataset
@@ -159,9 +159,10 @@ def _six_case_project(tmp_path: Path) -> Path:
     return _project(tmp_path / "p", cases, replay, metrics)
 
 
-def test_budget_breach_mid_run_exits_2_and_keeps_finished_rows(server: JudgeServer, tmp_path: Path) -> None:
-    root = _six_case_project(tmp_path)
-    server.responder = lambda body: reply({"verdict": "relevant"}, usage=(1_000_000, 0))  # $1.00 a call
+def _run_to_the_budget(
+    root: Path, server: JudgeServer, usd: str
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """``run --out run1`` at $1 per million input tokens under a budget of ``usd``: exit 2, aborted:budget."""
     proc = _ragproof(
         root,
         server,
@@ -171,16 +172,50 @@ def test_budget_breach_mid_run_exits_2_and_keeps_finished_rows(server: JudgeServ
         "--no-progress",
         RAGPROOF_JUDGE_INPUT_COST_PER_MTOK="1",
         RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK="0",
-        RAGPROOF_MAX_COST_USD="3",
+        RAGPROOF_MAX_COST_USD=usd,
     )
     assert proc.returncode == 2, proc.stderr
     meta = json.loads((root / "run1" / "run.json").read_text())
     assert meta["status"] == "aborted:budget"
+    return proc, meta
+
+
+def test_budget_breach_mid_run_exits_2_and_keeps_finished_rows(server: JudgeServer, tmp_path: Path) -> None:
+    root = _six_case_project(tmp_path)
+    server.responder = lambda body: reply({"verdict": "relevant"}, usage=(1_000_000, 0))  # $1.00 a call
+    proc, meta = _run_to_the_budget(root, server, "3")
     assert (meta["cost"]["usd"], meta["cost"]["judge_calls"]) == (3.0, 3)
     rows = _rows(root / "run1")
     assert len(rows) == 3 and server.count == 3
     assert all(r["metrics"]["generation.answer_relevance"]["value"] == 1.0 for r in rows.values())
     assert "Traceback" not in proc.stderr
+
+
+def test_judge_cost_at_a_budget_stop_equals_the_calls_the_judge_received(
+    server: JudgeServer, tmp_path: Path
+) -> None:
+    """Two judge calls at a time: q0 answers at once, q1 after 0.3 s, q2 after 1.5 s. After q1
+    settles ($2 spent of $1.50), the next call is refused: q2's call is in flight at the stop.
+    Its cost counts too (the run waits for it), so run.json matches the server's own counter."""
+    cases = [{"id": f"q{i}", "question": f"Question number {i}?"} for i in range(6)]
+    replay = [{"id": f"q{i}", "answer": {"text": f"Answer {i}."}} for i in range(6)]
+    root = _project(tmp_path / "p", cases, replay)
+    (root / "ragproof.yaml").write_text(
+        "dataset: cases.jsonl\nadapter: {type: replay, path: replay.jsonl, concurrency: 2}\n"
+        "run: {store: s.sqlite, metrics: [generation.answer_relevance]}\njudge: {concurrency: 2}\n"
+    )
+    delays = {"Question number 0?": 0.0, "Question number 1?": 0.3}
+
+    def responder(body: dict):
+        prompt = user_prompt(body)
+        delay = next((d for q, d in delays.items() if q in prompt), 1.5)
+        return Step(text=json.dumps({"verdict": "relevant"}), delay_s=delay, usage=(1_000_000, 0))
+
+    server.responder = responder
+    _, meta = _run_to_the_budget(root, server, "1.5")
+    assert server.count == 3  # q0, q1 and the call in flight at the stop
+    assert (meta["cost"]["judge_calls"], meta["cost"]["usd"]) == (server.count, 3.0)
+    assert sorted(_rows(root / "run1")) == ["q0", "q1"]
 
 
 def test_rescore_rejudges_with_the_current_judge(server: JudgeServer, tmp_path: Path) -> None:

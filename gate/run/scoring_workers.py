@@ -5,7 +5,8 @@
   process was measured too: the executor's feeder and manager threads cost the loop more CPU
   per case than the scoring itself.)
 - ``ThreadScorer`` (a judge is configured): judge metrics block on HTTP, so scoring runs on
-  ``judge.concurrency`` threads and the loop keeps driving the pipeline meanwhile.
+  ``judge.concurrency`` threads and the loop keeps driving the pipeline meanwhile. Closing it
+  waits for the scoring in progress (a stop must not leave judge calls uncounted).
 
 Both return the same results: ``gate.run.scoring.score_case``, which gives each case a fresh context.
 """
@@ -41,7 +42,10 @@ class ThreadScorer(InlineScorer):
         self._executor = ThreadPoolExecutor(max(1, threads), thread_name_prefix="judge")
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        # Scoring not started is dropped; scoring in progress is waited for, so every judge call
+        # already sent settles its cost before run.json is written (at a budget stop, the cost
+        # recorded equals the calls the judge received; a verdict obtained also lands in the cache).
+        self._executor.shutdown(wait=True, cancel_futures=True)
 
     async def score(self, case: Case, output: CaseOutput) -> dict[str, MetricResult]:
         loop = asyncio.get_running_loop()
