@@ -286,7 +286,7 @@ def test_resume_from_the_artifact_alone_when_the_store_is_gone(
     assert comparable(read_artifact(again.artifact_dir)) == comparable(first)
     for leftover in (tmp_path / ".ragproof").glob("store.sqlite*"):
         leftover.unlink()
-    with pytest.raises(UsageError, match="dataset, config or shard changed"):
+    with pytest.raises(UsageError, match=r"dataset, config \(adapter included\) or shard changed"):
         _run(tmp_path, resume=tmp_path / "run", shard=(1, 2))
 
 

@@ -16,6 +16,7 @@ import json
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from pydantic import Field, field_validator, model_validator
@@ -198,14 +199,49 @@ class Config(StrictModel):
         refs += [(("gate", "metrics", name), name) for name in self.gate.metrics]
         return refs
 
+    def adapter_identity(self) -> dict[str, Any]:
+        """Which pipeline the adapter calls: its type and target / url / command / path.
+
+        Framework adapters add their input/output keys; http and command add ``methods`` (which calls are made); http its paths. A URL's
+        credentials are left out (they may be rotated, and this goes into run.json). Timeouts,
+        retries and concurrency are not identity: they change how, not what, is called.
+        """
+        adapter = self.adapter
+        identity: dict[str, Any] = {"type": adapter.type}
+        if adapter.type in ("python", "langchain", "llamaindex", "haystack"):
+            identity["target"] = adapter.target
+            # framework adapters: where the question goes in and the results come out
+            for key in ("inputs", "documents_output", "answer_output"):
+                if getattr(adapter, key) is not None:
+                    identity[key] = getattr(adapter, key)
+        elif adapter.type == "http":
+            parts = urlsplit(adapter.url or "")
+            if parts.username or parts.password:
+                port = f":{parts.port}" if parts.port else ""
+                parts = parts._replace(netloc=f"{parts.hostname or ''}{port}")
+            identity["url"] = urlunsplit(parts)
+            if (adapter.retrieve_path, adapter.answer_path) != ("/retrieve", "/answer"):
+                identity.update(retrieve_path=adapter.retrieve_path, answer_path=adapter.answer_path)
+            identity["methods"] = list(adapter.methods)
+        elif adapter.type == "command":
+            identity["command"] = list(adapter.command or [])
+            identity["methods"] = list(adapter.methods)
+        else:
+            identity["path"] = adapter.path
+        return identity
+
     def config_hash(self) -> str:
-        """sha256 of the settings that change scores (run, adapter type/target, judge model)."""
+        """sha256 of the settings that change scores (run, the adapter's identity, judge model).
+
+        The adapter's identity (:meth:`adapter_identity`) is part of it, so ``--resume`` and
+        ``merge`` refuse rows of another pipeline.
+        """
         # document_id_key joins the hash only when not the default, so configs that leave it
         # alone keep the hash (and the resume key) they had before the key existed.
         unhashed = {"store"} | ({"document_id_key"} if self.run.document_id_key == "document_id" else set())
         material = {
             "run": self.run.model_dump(mode="json", exclude=unhashed),
-            "adapter": {"type": self.adapter.type},
+            "adapter": self.adapter_identity(),
             "judge": {"model": self.judge.model, "provider": self.judge.provider},
             "composite": self.composite.model_dump(mode="json") if self.composite else None,
         }

@@ -28,12 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from gate import __version__
 from gate.adapters import STDERR_LOG_NAME, Adapter, AdapterError, AdapterTimeout, build_adapter
 from gate.core.environment import Environment
-from gate.core.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, UsageError
+from gate.core.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, RagproofError, UsageError
 from gate.judge.session import JudgeSession, build_judge
 from gate.metrics import registry
 from gate.metrics.aggregate import summarize
@@ -83,23 +82,10 @@ def store_path(config: Config, env: Environment) -> Path:
 
 
 def adapter_description(config: Config) -> dict[str, Any]:
-    """The adapter's settings for run.json, without headers (they may hold credentials)."""
+    """The adapter's settings for run.json: its identity, and how it is called (no headers:
+    they may hold credentials)."""
     adapter = config.adapter
-    described: dict[str, Any] = {"type": adapter.type}
-    if adapter.type in ("python", "langchain", "llamaindex", "haystack"):
-        described["target"] = adapter.target
-    elif adapter.type == "http":
-        parts = urlsplit(adapter.url or "")
-        if parts.username or parts.password:  # credentials in the URL stay out of run.json
-            port = f":{parts.port}" if parts.port else ""
-            parts = parts._replace(netloc=f"{parts.hostname or ''}{port}")
-        described["url"] = urlunsplit(parts)
-        described["methods"] = list(adapter.methods)
-    elif adapter.type == "command":
-        described["command"] = list(adapter.command or [])
-        described["methods"] = list(adapter.methods)
-    else:
-        described["path"] = adapter.path
+    described = config.adapter_identity()
     if adapter.type != "replay":
         described.update(
             concurrency=adapter.concurrency, timeout_s=adapter.timeout_s, retries=adapter.retries
@@ -116,7 +102,7 @@ class _Resumed:
     rows: dict[str, Row] = field(default_factory=dict)
 
 
-def _resume_from(resume: Path, store: Store, key: str) -> _Resumed:
+def _resume_from(resume: Path, store: Store, plan: RunPlan) -> _Resumed:
     """The run to continue: its id and finished rows, from the store or else from its artifact."""
     found = store.latest_run_for(resume)
     artifact: RunArtifact | None = None
@@ -127,10 +113,8 @@ def _resume_from(resume: Path, store: Store, key: str) -> _Resumed:
             found = (artifact.meta.run_id, stored_key)
     if found is not None:
         run_id, stored_key = found
-        if stored_key != key:
-            raise UsageError(
-                f"--resume {resume}: the dataset, config or shard changed since that run; start a new run instead"
-            )
+        if stored_key != plan.key:
+            raise _refusal(resume, artifact, plan.adapter_identity)
         return _Resumed(
             run_id, {cid: Row.model_validate_json(text) for cid, text in store.results(run_id).items()}
         )
@@ -141,11 +125,39 @@ def _resume_from(resume: Path, store: Store, key: str) -> _Resumed:
     # The store is gone (another machine): the artifact's own rows are the finished cases.
     meta = artifact.meta
     shard = (meta.shard.index, meta.shard.count) if meta.shard else None
-    if run_key(meta.dataset.sha256, meta.config_hash, shard) != key:
-        raise UsageError(
-            f"--resume {resume}: the dataset, config or shard changed since that run; start a new run instead"
-        )
+    if run_key(meta.dataset.sha256, meta.config_hash, shard) != plan.key:
+        raise _refusal(resume, artifact, plan.adapter_identity)
     return _Resumed(artifact.meta.run_id, {r.case_id: r for r in artifact.rows})
+
+
+def _pipeline(identity: dict[str, Any]) -> str:
+    """``python target pkg.rag:make`` / ``http url ...`` / ``command python -m x`` / ``replay path ...``."""
+    kind = str(identity.get("type"))
+    field = next((f for f in ("target", "url", "command", "path") if f in identity), None)
+    if field is None:
+        return kind
+    value = identity[field]
+    shown = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    return f"{kind} {field} {shown}"
+
+
+def _refusal(resume: Path, artifact: RunArtifact | None, now: dict[str, Any]) -> UsageError:
+    """One line saying why the run in ``resume`` cannot be continued by this one.
+
+    The artifact (read here when the store alone knew the run) tells another pipeline apart
+    from another dataset or config; without it the line names what the run key covers.
+    """
+    if artifact is None and (resume / RUN_FILE).is_file():
+        with contextlib.suppress(RagproofError):
+            artifact = read_artifact(resume)
+    then = {k: v for k, v in artifact.meta.adapter.items() if k in now} if artifact is not None else {}
+    if then and then != now:
+        what = f"that run called another pipeline ({_pipeline(then)}; this config: {_pipeline(now)})"
+    else:
+        what = "the dataset, config (adapter included) or shard changed since that run"
+    return UsageError(
+        f"--resume {resume}: {what}; its rows cannot be mixed with this run's, start a new run instead"
+    )
 
 
 # -- the event loop ----------------------------------------------------------------------
@@ -286,8 +298,9 @@ class RunPlan:
     cases: list[tuple[int, Case]]  # (position in the dataset, case)
     metric_names: list[str]
     config_hash: str
-    key: str  # the store's run key: dataset, config and shard
+    key: str  # the store's run key: dataset, config (the adapter's identity included) and shard
     db_path: Path
+    adapter_identity: dict[str, Any] = field(default_factory=dict)  # which pipeline is called
 
 
 def plan_run(config: Config, env: Environment, shard: Shard | None) -> RunPlan:
@@ -301,6 +314,7 @@ def plan_run(config: Config, env: Environment, shard: Shard | None) -> RunPlan:
         config_hash=config_hash,
         key=run_key(dataset.sha256, config_hash, shard),
         db_path=store_path(config, env),
+        adapter_identity=config.adapter_identity(),
     )
 
 
@@ -372,7 +386,7 @@ def _quietly(close: Callable[[], None]) -> None:
 
 def _restore(store: Store, plan: RunPlan, resume: Path | None, out_dir: Path) -> tuple[str, dict[str, Row]]:
     """The run id and the rows already finished (none unless resuming), recorded in the store."""
-    resumed = _resume_from(resume, store, plan.key) if resume else _Resumed(new_run_id())
+    resumed = _resume_from(resume, store, plan) if resume else _Resumed(new_run_id())
     wanted = {case.id for _, case in plan.cases}
     rows_by_id = {cid: row for cid, row in resumed.rows.items() if cid in wanted}
     store.begin_run(resumed.run_id, plan.key, out_dir)
