@@ -141,7 +141,10 @@ def test_exceptions_and_bad_results_are_adapter_errors(tmp_path: Path) -> None:
         ("no_colon", "expected 'module:attr'"),
         ("missing_module_xyz:thing", "module 'missing_module_xyz' not found"),
         ("{module}:nothing", "has no attribute 'nothing'"),
-        ("{module}:not_a_pipeline", "has neither a retrieve nor an answer method"),
+        (
+            "{module}:not_a_pipeline",
+            r"\(int\) has neither a retrieve\(question, k\) nor an answer\(question\) method$",
+        ),
     ],
 )
 def test_target_errors_are_one_line_usage_errors(tmp_path: Path, target: str, message: str) -> None:

@@ -261,14 +261,33 @@ def test_unknown_metric_is_exit_64(tmp_path: Path) -> None:
     assert "unknown metric 'retrieval.recal_at_k'" in line
 
 
-def test_validate_calls_nothing(tmp_path: Path) -> None:
+def test_validate_imports_the_target_but_calls_no_method(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(5))
-    (tmp_path / "explosive.py").write_text("raise SystemExit('imported!')\n")
-    proc = _validate(tmp_path, adapter={"type": "python", "target": "explosive:make"})
+    log = tmp_path / "calls.log"
+    (tmp_path / "recording.py").write_text(
+        "import os\n"
+        "def _log(what):\n"
+        "    with open(os.environ['CALL_LOG'], 'a') as f:\n"
+        "        f.write(what + '\\n')\n"
+        "_log('import')\n"
+        "class Pipe:\n"
+        "    def __init__(self):\n"
+        "        _log('init')\n"
+        "    def retrieve(self, question, k):\n"
+        "        _log('retrieve')\n"
+        "        return []\n"
+        "    def answer(self, question):\n"
+        "        _log('answer')\n"
+        "        return 'x'\n"
+    )
+    adapter = {"type": "python", "target": "recording:Pipe"}
+    write_config(tmp_path, adapter=adapter)
+    proc = ragproof("validate", cwd=tmp_path, env=_env(CALL_LOG=str(log)))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ok: ragproof.yaml: 5 cases (dataset sha256 ")
-    line = _one_line_error(_validate(tmp_path, adapter={"type": "python", "target": "explosiv:make"}), 64)
-    assert "adapter.target: module 'explosiv' not found" in line
+    assert log.read_text() == "import\ninit\n"
+    line = _one_line_error(_validate(tmp_path, adapter={"type": "python", "target": "recordin:Pipe"}), 64)
+    assert "adapter.target: module 'recordin' not found" in line
 
 
 def test_validate_checks_the_replay_file(tmp_path: Path) -> None:

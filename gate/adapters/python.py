@@ -85,8 +85,49 @@ def load_pipeline(target: str, search_dirs: list[Path]) -> Any:
     if inspect.isclass(obj) or (callable(obj) and not _has_pipeline_methods(obj)):
         obj = _instantiate(obj, target)
     if not _has_pipeline_methods(obj):
-        raise UsageError(f"adapter.target: {target!r} has neither a retrieve nor an answer method")
+        seen = [f"{name} is a {type(getattr(obj, name)).__name__}" for name in METHODS if hasattr(obj, name)]
+        raise UsageError(
+            f"adapter.target: {target!r} ({type(obj).__name__}) has neither a retrieve(question, k) nor "
+            "an answer(question) method" + (f" ({', '.join(seen)}, not callable)" if seen else "")
+        )
     return obj
+
+
+# The pipeline's methods and the arguments the adapter calls them with.
+METHODS: dict[str, tuple[str, ...]] = {"retrieve": ("question", "k"), "answer": ("question",)}
+NOT_EXPOSED = {
+    "retrieve": "retrieval metrics will be skipped",
+    "answer": "answer, generation and robustness metrics will be skipped",
+}
+
+
+def check_pipeline_methods(pipeline: Any) -> tuple[list[str], list[str]]:
+    """(problems, notes) about ``pipeline``'s ``retrieve``/``answer``, without calling them.
+
+    A problem makes every call fail: a method that is not callable, or whose signature cannot
+    take the adapter's arguments (``retrieve(question, k)``, ``answer(question)``). A note says
+    which method is absent (a retrieval-only or answer-only pipeline is allowed) and what that
+    skips. Objects whose signature Python cannot read (some builtins) are given the benefit.
+    """
+    problems: list[str] = []
+    notes: list[str] = []
+    for name, params in METHODS.items():
+        if not hasattr(pipeline, name):
+            notes.append(f"no {name}({', '.join(params)}) method: {NOT_EXPOSED[name]}")
+            continue
+        method = getattr(pipeline, name)
+        if not callable(method):
+            problems.append(f"{name} is a {type(method).__name__}, not a method")
+            continue
+        try:
+            signature = inspect.signature(method)
+        except (TypeError, ValueError):
+            continue
+        try:
+            signature.bind(*(f"<{p}>" for p in params))
+        except TypeError:
+            problems.append(f"{name}{signature} cannot be called as {name}({', '.join(params)})")
+    return problems, notes
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

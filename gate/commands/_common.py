@@ -39,6 +39,17 @@ def resolve(env: Environment, path: str | Path) -> Path:
     return p if p.is_absolute() else env.cwd / p
 
 
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1 (else a one-line usage error naming the argument)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def count(n: int, noun: str) -> str:
     """``3 cases``, ``1 case``."""
     return f"{n} {noun}" + ("" if n == 1 else "s")

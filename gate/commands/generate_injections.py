@@ -5,20 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gate.commands._common import positive_int
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
 
 HELP = "build injection cases (payloads x qa questions) into a dataset file"
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--payloads", metavar="ID,ID", help="payload ids to use (default: every built-in payload)"
     )
-    parser.add_argument("--limit", type=_positive_int, metavar="N", help="use only the first N qa questions")
+    parser.add_argument("--limit", type=positive_int, metavar="N", help="use only the first N qa questions")
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:

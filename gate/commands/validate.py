@@ -1,18 +1,68 @@
-"""``ragproof validate``: check the config and the dataset without calling the pipeline."""
+"""``ragproof validate``: check the config, the dataset and the adapter before a real run.
+
+Without ``--smoke`` no pipeline method is called: the config and dataset are validated (metric
+names against the registry), the adapter is checked statically (a URL's shape, a program on
+PATH, a replay file against the dataset) and a ``python`` target is imported -- its module and
+constructor run -- to check that ``retrieve(question, k)`` / ``answer(question)`` exist and can
+be called with those arguments.
+
+``--smoke N`` then runs the first N cases end to end, as ``run`` would (adapter, metrics, judge
+and its cache), into a temporary directory that is removed afterwards: a short table per case,
+every error, the metrics skipped on every case and the run's end-of-run warnings (e.g. fewer
+than ``run.k`` chunks). Exit 0 when every smoke case succeeded, 1 when one failed; 64/65 as
+for ``run``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gate.commands._common import add_config_argument, count, load_config_from_args
+from gate.commands._common import add_config_argument, count, load_config_from_args, positive_int
 from gate.core.environment import Environment
+from gate.core.errors import EXIT_FAILED, EXIT_OK, UsageError
 
-HELP = "check ragproof.yaml and the dataset (calls nothing)"
+if TYPE_CHECKING:
+    from gate.model.artifact import Row
+    from gate.model.config import Config
+    from gate.model.dataset import Dataset
+
+HELP = "check ragproof.yaml, the dataset and the adapter (--smoke N: run N cases end to end)"
+ANSWER_CHARS = 40
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_argument(parser)
+    parser.add_argument(
+        "--smoke",
+        metavar="N",
+        type=positive_int,
+        help="also run the first N cases end to end (nothing is kept) and show what came back",
+    )
+
+
+def _warn(message: str) -> None:
+    print(f"ragproof: warning: {message}", file=sys.stderr)
+
+
+def _check_python_target(config: Config, env: Environment) -> str:
+    """Import the target and check its methods; UsageError for a pipeline no call could succeed on."""
+    from gate.adapters.python import check_pipeline_methods, load_pipeline
+
+    target = config.adapter.target
+    assert target is not None
+    pipeline = load_pipeline(target, [config.base_dir, env.cwd])
+    problems, notes = check_pipeline_methods(pipeline)
+    if problems:
+        raise UsageError(f"adapter.target: {target!r} ({type(pipeline).__name__}): {'; '.join(problems)}")
+    for note in notes:
+        _warn(f"adapter.target: {target!r} ({type(pipeline).__name__}) has {note}")
+    exposed = [name for name in ("retrieve", "answer") if callable(getattr(pipeline, name, None))]
+    return f" ({' and '.join(exposed)})"
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
@@ -23,11 +73,109 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     config = load_config_from_args(args, env)
     dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
     metric_names = select_metrics(config.run.metrics)
-    warnings = check_adapter(config, env, [case.id for case in dataset.cases])
-    for warning in warnings:
-        print(f"ragproof: warning: {warning}", file=sys.stderr)
+    for warning in check_adapter(config, env, [case.id for case in dataset.cases]):
+        _warn(warning)
+    methods = _check_python_target(config, env) if config.adapter.type == "python" else ""
     print(
         f"ok: {args.config}: {count(len(dataset), 'case')} (dataset sha256 {dataset.sha256[:12]}), "
-        f"adapter {config.adapter.type}, {len(metric_names)} metrics"
+        f"adapter {config.adapter.type}{methods}, {len(metric_names)} metrics"
     )
-    return 0
+    if args.smoke is None:
+        return EXIT_OK
+    return _smoke(config, env, dataset, args.smoke)
+
+
+def _smoke(config: Config, env: Environment, dataset: Dataset, n: int) -> int:
+    """Run the first ``n`` cases end to end in a temporary directory and print what came back."""
+    from gate.model.dataset import write_cases
+    from gate.run.artifact_io import read_artifact
+    from gate.run.runner import execute_run, store_path
+
+    cases = dataset.cases[:n]
+    with tempfile.TemporaryDirectory(prefix="ragproof-smoke-") as tmp:
+        folder = Path(tmp)
+        write_cases(folder / "cases.jsonl", cases)
+        # The run's own store is temporary; the judge cache stays the configured one, so the
+        # verdicts paid for here serve the real run.
+        judge = config.judge.model_copy(
+            update={"cache_path": config.judge.cache_path or str(store_path(config, env))}
+        )
+        smoke_config = config.model_copy(
+            update={
+                "dataset": str(folder / "cases.jsonl"),
+                "run": config.run.model_copy(update={"store": str(folder / "store.sqlite")}),
+                "judge": judge,
+            }
+        )
+        outcome = execute_run(smoke_config, env, folder / "run", progress=False)
+        rows = read_artifact(outcome.artifact_dir).rows
+    print(f"smoke: {count(len(cases), 'case')} end to end, k {config.run.k}: {outcome.status}")
+    for line in _table(rows):
+        print(f"  {line}")
+    failed = [row for row in rows if row.status != "ok"]
+    for row in failed:
+        print(f"  error: {row.case_id}: {row.status}: {row.error or '(no message)'}")
+    for line in _skipped_everywhere(rows):
+        print(f"  {line}")
+    for warning in outcome.meta.warnings:
+        _warn(warning)
+    if outcome.exit_code != EXIT_OK:
+        return outcome.exit_code
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _short(text: str | None) -> str:
+    if text is None:
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= ANSWER_CHARS else flat[: ANSWER_CHARS - 1] + "…"
+
+
+def _table(rows: list[Row]) -> list[str]:
+    """One line per case: id, status, latency, chunks retrieved, the answer's start."""
+    header = ("case", "status", "ms", "chunks", "answer")
+    body = [
+        (
+            row.case_id,
+            row.status,
+            f"{row.latency_ms:.0f}" if row.latency_ms is not None else "-",
+            str(len(row.retrieved)) if row.retrieved is not None else "-",
+            _short(row.answer.text if row.answer is not None else None),
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(4)]
+    out = []
+    for line in [header, *body]:
+        cells = [line[0].ljust(widths[0]), line[1].ljust(widths[1])]
+        cells += [line[2].rjust(widths[2]), line[3].rjust(widths[3]), line[4]]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _skipped_everywhere(rows: list[Row]) -> list[str]:
+    """Metrics that no successful smoke case scored, grouped by their (first) reason.
+
+    A metric for case kinds absent from the smoke cases (injection resistance on qa cases) is
+    left out: a few cases need not cover every kind.
+    """
+    from gate.metrics import registry
+
+    ok = [row for row in rows if row.status == "ok"]
+    if not ok:
+        return []
+    specs = registry()
+    kinds = {row.kind for row in ok}
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for name in ok[0].metrics:
+        spec = specs.get(name)
+        if spec is not None and not kinds & spec.applies_to:
+            continue
+        results = [row.metrics.get(name) for row in ok]
+        if any(r is not None and r.status == "scored" for r in results):
+            continue
+        reasons = [r.reason for r in results if r is not None and r.reason]
+        by_reason[reasons[0] if reasons else "not scored"].append(name)
+    return [
+        f"not scored on any smoke case ({reason}): {', '.join(names)}" for reason, names in by_reason.items()
+    ]
