@@ -258,3 +258,19 @@ def test_replayed_chunks_pass_the_same_boundary(tmp_path: Path) -> None:
     )
     output = asyncio.run(adapter.run_case(Case(id="c2", question="q"), 3))
     assert [c.id for c in output.answer.retrieved_chunks or []] == ["y"]  # type: ignore[union-attr]
+
+
+RETRIEVAL_ONLY = '''
+class Pipeline:
+    def retrieve(self, question, k):
+        return [{"id": "doc-1", "text": "Refunds are accepted within 30 days."}]
+'''
+
+
+def test_a_retrieval_only_pipeline_gets_no_answer_warning(tmp_path: Path) -> None:
+    (tmp_path / "ro.py").write_text(RETRIEVAL_ONLY, encoding="utf-8")
+    write_dataset(tmp_path, [{"id": "c1", "question": "refunds?", "expected_source_ids": ["doc-1"]}])
+    write_config(tmp_path, {"type": "python", "target": "ro:Pipeline"}, run={"k": 1})
+    done = ragproof("run", "-c", "ragproof.yaml", "--out", "out", "--no-progress", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["warnings"] == []

@@ -6,8 +6,8 @@ Each check looks at the rows of one run (adapter failures excluded) and returns 
   matched any expected id on any of them (under ``run.source_match``). Usually the ids live
   elsewhere: a metadata key (``source``, ``ref_doc_id``, ``file_name``) rather than the chunk id.
   The line names a retrieved id, an expected id and the metadata keys seen.
-* **No expected answer**: answer metrics were selected but none was scored on any case,
-  because no case has ``expected_answer``: answer quality is not measured at all.
+* **No expected answer**: the pipeline answered, answer metrics were selected, but none was
+  scored on any case because no case has ``expected_answer``: answer quality is not measured.
 * **Short retrieval**: retrieve() returned fewer than ``k`` chunks on more than half of the
   cases with retrieval; @k metrics then count the missing ranks as misses (precision@k keeps
   dividing by ``k``).
@@ -65,6 +65,8 @@ def _no_expected_answer(rows: Sequence[Row], specs: Sequence[MetricSpec]) -> str
         return None
     missing = 0
     for row in rows:
+        if row.status != "ok" or row.answer is None:  # nothing to compare with an expected answer
+            continue
         for name in names:
             result = row.metrics.get(name)
             if result is None:
