@@ -103,11 +103,16 @@ MEASURE = """
   const box = body.getBoundingClientRect();
   const out = {comment: {width: box.width, height: box.height, scrollWidth: body.scrollWidth},
                tables: [], closedHeight: 0, outside: 0, visibleText: ''};
+  // Tables measured with every <details> open (a closed one lays nothing out).
+  for (const d of body.querySelectorAll('details')) d.open = true;
+  const content = body.clientWidth - parseFloat(getComputedStyle(body).paddingLeft)
+                  - parseFloat(getComputedStyle(body).paddingRight);
+  out.content = content;
   for (const t of body.querySelectorAll('table')) {
-    out.tables.push({width: t.scrollWidth, right: t.getBoundingClientRect().right,
-                     rows: t.rows.length});
+    out.tables.push({scrollWidth: t.scrollWidth, clientWidth: t.clientWidth, rows: t.rows.length,
+                     rowHeights: Array.from(t.rows).map(r => r.getBoundingClientRect().height)});
   }
-  out.bodyRight = box.right;
+  out.openHeight = body.getBoundingClientRect().height;
   for (const d of body.querySelectorAll('details')) d.open = false;
   out.closedHeight = body.getBoundingClientRect().height;
   // The part outside <details>: the page with every <details> element removed.
@@ -118,6 +123,7 @@ MEASURE = """
   document.body.appendChild(clone);
   out.outside = clone.getBoundingClientRect().height;
   out.visibleText = clone.innerText;
+  out.outsideRows = Array.from(clone.querySelectorAll('tr')).map(r => r.innerText);
   clone.remove();
   const pre = document.createElement('pre');
   pre.id = 'measurements';
@@ -162,7 +168,8 @@ def measure(page_html: str, width: int, workdir: Path) -> dict:
 
 def screenshot(page_html: str, width: int, height: int, png: Path) -> None:
     """A PNG of the page at ``width`` x ``height`` px."""
-    path = png.with_suffix(".html")
-    path.write_text(page_html, encoding="utf-8")
-    proc = chromium(f"--window-size={width},{height}", f"--screenshot={png}", path.as_uri())
+    with tempfile.TemporaryDirectory(prefix="ragproof-page-") as folder:
+        path = Path(folder) / "page.html"
+        path.write_text(page_html, encoding="utf-8")
+        proc = chromium(f"--window-size={width},{height}", f"--screenshot={png}", path.as_uri())
     assert png.is_file() and png.stat().st_size > 0, proc.stderr[-2000:]

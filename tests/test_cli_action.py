@@ -111,6 +111,15 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
         "success",
     )
     assert check["output"]["summary"] == comment["body"]
+    assert (
+        "- **Reproduce:** download both runs (artifact `ragproof-run` of the [baseline run]("
+        in comment["body"]
+    )
+    # the check: title = the decision and its why; text = every gate in one table
+    assert check["output"]["title"].startswith("✅ Passed: all ")
+    assert check["output"]["title"].endswith(" decided gates stay above −margin 0.02 at 95%.")
+    assert check["output"]["text"].startswith("| Gate | Baseline → candidate | Δ [95% interval] |")
+    assert result.summary.strip().endswith(comment["body"].strip())  # the job summary is the comment
     assert result.outputs["decision"] == "pass"
     assert result.outputs["baseline-sha"] == MERGE_BASE
     assert result.outputs["comment-url"] == comment["html_url"]
@@ -144,6 +153,11 @@ def test_rerun_updates_the_one_comment(tmp_path: Path, server: GitHubServer) -> 
     assert len(server.state.comments[7]) == 2
     assert second.outputs["comment-url"] == first.outputs["comment-url"]
     assert [c["conclusion"] for c in server.state.check_runs] == ["success", "failure"]
+    blocked = server.state.check_runs[1]["output"]
+    assert blocked["title"].startswith("❌ Blocked: ") and " dropped: Δ −" in blocked["title"]
+    assert blocked["title"].startswith("❌ Blocked: retrieval.hit_rate_at_k on all dropped: Δ −0.600")
+    assert "**Why:** retrieval.hit\\_rate\\_at\\_k on all dropped: Δ −0.600" in comment["body"]
+    assert blocked["text"].count("❌&nbsp;real&nbsp;drop") >= 1
     third = _pr(tmp_path, server, misses=14, inputs={"fail-on": "never"})
     assert third.returncode == 0 and third.outputs["decision"] == "block"
     assert len(_ours(server.state)) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -73,9 +74,22 @@ def test_pass_writes_every_output(runs, tmp_path):
 
 
 def test_block_exits_1_unless_fail_on_never(runs, tmp_path):
-    proc = ragproof("compare", str(runs / "b300"), str(runs / "c300"), cwd=tmp_path)
+    proc = ragproof("compare", str(runs / "b300"), str(runs / "c300"), "--json", "d.json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    assert "block  retrieval.hit_rate_at_k [all]" in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert lines[0] == (
+        "ragproof compare: block: retrieval.hit_rate_at_k on all dropped: Δ −0.053, "
+        "95% interval [−0.090, −0.017] lies wholly below zero."
+    )
+    decision = json.loads((tmp_path / "d.json").read_text())
+    # the counts add up to the gates of the --json document
+    total = len(decision["gates"])
+    assert lines[1].startswith(f"  {total} gates: ")
+    # every case is qa: all and kind=qa are one line, in the comment's order
+    assert (
+        "  block  retrieval.hit_rate_at_k [all = kind=qa] 0.693 → 0.640, Δ −0.053 [−0.090, −0.017], "
+        "300 pairs: real drop"
+    ) in lines
     assert ragproof("compare", "b300", "c300", "--fail-on", "never", cwd=runs).returncode == 0
 
 

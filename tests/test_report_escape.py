@@ -29,6 +29,7 @@ HOSTILE = [
     "<!-- ragproof:gate -->",
     "right\u202eto-left\u2066isolate\u2069 zero\u200bwidth\u200d\ufeffbom",
     "#12 at the start",
+    "x #1, (#2), o/r#3, a.b/c-d#4",
     "&#64;team and &commat;team",
     "~~strike~~ **bold** _em_",
     "\u0040\u200bteam @\u2060team",
@@ -62,7 +63,11 @@ def test_hostile_string_renders_as_inert_text(user: str) -> None:
 
 def test_mentions_references_and_links_get_a_zero_width_space() -> None:
     assert md_escape("@org/team") == f"@{ZWSP}org/team"
-    assert md_escape("a#12 GH-3 gh-4 #x") == f"a#{ZWSP}12 GH{ZWSP}-3 gh{ZWSP}-4 #x"
+    assert md_escape("(#12) GH-3 gh-4 #x") == f"\\(#{ZWSP}12\\) GH{ZWSP}-3 gh{ZWSP}-4 #x"
+    assert md_escape("o/r#5 o.x/r-y#6") == f"o/r#{ZWSP}5 o.x/r-y#{ZWSP}6"
+    # Not references: a chunk id "doc#0", "x_#1", "xGH-1" stay as they are (ids copy cleanly).
+    assert md_escape("doc#0 x_#1 xGH-1") == "doc#0 x\\_#1 xGH-1"
+    assert md_escape("a-#1") == f"a-#{ZWSP}1"
     assert md_escape("#12") == f"\\#{ZWSP}12"
     assert md_escape("https://x.y") == f"https:{ZWSP}//x.y"
     assert md_escape("WWW.x.y") == f"WWW{ZWSP}.x.y"

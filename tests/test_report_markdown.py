@@ -38,8 +38,13 @@ CONTEXT = ReportContext(
 
 def test_golden_comment_is_byte_identical():
     base, cand = fixed_runs()
-    text = render_markdown(compare_runs(base, cand, GateConfig()), context=CONTEXT)
-    again = render_markdown(compare_runs(*fixed_runs(), GateConfig()), context=CONTEXT)
+    text = render_markdown(
+        compare_runs(base, cand, GateConfig()), context=CONTEXT, baseline=base, candidate=cand
+    )
+    base2, cand2 = fixed_runs()
+    again = render_markdown(
+        compare_runs(base2, cand2, GateConfig()), context=CONTEXT, baseline=base2, candidate=cand2
+    )
     assert text == again
     if os.environ.get("RAGPROOF_UPDATE_GOLDEN") == "1":
         GOLDEN.parent.mkdir(exist_ok=True)
@@ -50,23 +55,61 @@ def test_golden_comment_is_byte_identical():
 def test_report_contents():
     base, cand = fixed_runs()
     comparison = compare_runs(base, cand, GateConfig())
-    text = render_markdown(comparison, context=CONTEXT)
-    assert text.startswith("<!-- ragproof:gate -->\n## ragproof: ")
+    text = render_markdown(comparison, context=CONTEXT, baseline=base, candidate=cand)
+    assert text.startswith(
+        "<!-- ragproof:gate -->\n## ragproof: ❌ Blocked\n\n**Why:** answer.token\\_f1 on "
+    )
     assert "commit bbbbbbbbbbbb, run 20261128T120000Z\\-base" not in text  # ids are not over-escaped
     assert "commit bbbbbbbbbbbb, run 20261128T120000Z-base" in text
     assert "2 days old" in text
     assert "version v3" in text
-    attention = (
-        text.index("### Gates that need attention") if "### Gates that need attention" in text else None
+    # decision first: the attention table before any <details>, "What now" after them
+    first_details = text.index("<details>")
+    assert text.index("| Gate | Baseline → candidate |") < first_details
+    assert text.index("**What now?**") > text.rindex("</details>")
+    # the counts add up to the --json gates
+    assert "24 gates: **3 block** · **3 review** · 12 pass · 6 skipped <sub>" in text
+    assert len(comparison.gates) == 24
+    # all and kind=qa pair the same cases for answer.token_f1: one row naming both
+    assert (
+        "| **answer.<wbr>token\\_f1**<br>all = kind=qa | 0.471&nbsp;→&nbsp;0.435<br><sub>215&nbsp;pairs</sub> |"
+        in text
     )
-    details = text.index("<details>")
-    if attention is not None:
-        assert attention < details  # non-passing gates come first
-    assert "this set is too small to detect a drop of 0.02" in text
-    assert "### Cases that dropped most" in text
+    assert "<details><summary>6 skipped gates (too few pairs to decide)</summary>" in text
+    assert (
+        "- 3 gates: 8 pairs, fewer than min_pairs 10 — tags=topic:billing, tags=topic:security, tags=topic:sync"
+        in text
+    )
+    assert "| robustness.overrefusal ↓ | 24 | 0.238 | 0.02 | – |" in text  # the power table
+    assert "- **case-007** Δ −1.000<br>" in text and "candidate (1.000): *timeout* connection refused" in text
     assert "| candidate | 240 | 1 |" in text  # cases and failures
     assert "[the run artifact](https://github.com/acme/rag/actions/runs/42/artifacts/7)" in text
-    assert "robustness.overrefusal ↓" in text
+    assert "a maintainer adds the label `ragproof:accept`" in text
+    assert "`gate.margin` (now 0.02)" in text
+    assert "`ragproof compare BASELINE CANDIDATE -c ragproof.yaml --html report.html`" in text
+    # without the runs: no cases, no grouping (equal figures alone do not prove equal cases)
+    bare = render_markdown(comparison, context=CONTEXT)
+    assert "Cases that moved most" not in bare and "all = kind=qa" not in bare
+
+
+def test_identical_metrics_are_shown_once_and_every_count_agrees() -> None:
+    rows_b, rows_c = [], []
+    for i in range(40):
+        b = 1.0 if i % 2 else 0.0
+        c = 0.0 if i < 16 else b
+        rows_b.append(row(f"c{i:02d}", {"answer.exact_match": b, "echo.exact_match": b}, tags=["topic:x"]))
+        rows_c.append(row(f"c{i:02d}", {"answer.exact_match": c, "echo.exact_match": c}, tags=["topic:x"]))
+    base, cand = artifact(meta("b"), rows_b), artifact(meta("c"), rows_c)
+    comparison = compare_runs(base, cand, GateConfig())
+    text = render_markdown(comparison, baseline=base, candidate=cand)
+    blocks = [g for g in comparison.gates if g.decision == "block"]
+    assert {(g.metric, g.slice) for g in blocks} == {
+        (m, s) for m in ("answer.exact_match", "echo.exact_match") for s in ("all", "kind=qa", "tags=topic:x")
+    }
+    # six gates, one row: both metrics, the three slices
+    assert text.count("❌&nbsp;real&nbsp;drop") == 1
+    assert "**echo.<wbr>exact\\_match = answer.<wbr>exact\\_match**<br>all = kind=qa = tags=topic:x |" in text
+    assert "9 gates: **6 block** · **0 review** · 3 pass · 0 skipped <sub>" in text
 
 
 def _table_rows(text: str) -> list[str]:
@@ -108,10 +151,9 @@ def test_family_wise_mode_is_stated():
     text = render_markdown(comparison)
     level = f"{(1 - 0.05 / family) * 100:.4f}".rstrip("0").rstrip(".")
     assert (
-        f"Family-wise mode: each interval is at the Bonferroni level {level}% (95% over {family} gating gates)."
-        in text
+        f"{level}% paired bootstrap per gate: family-wise 95% over {family} gating gates (Bonferroni)" in text
     )
-    assert f"({level}% paired bootstrap intervals" in text
+    assert f"{level}% interval" in text
 
 
 def test_context_strings_are_escaped_too():
@@ -184,14 +226,15 @@ def test_5000_gates_stay_under_the_cap():
     )
     text = render_markdown(big, context=CONTEXT)
     assert len(text) <= MAX_CHARS
-    assert "more gates not shown: the full list is in [the run artifact](" in text
+    assert "more rows not shown: the full list is in [the run artifact](" in text
     assert text.rstrip().endswith("</sub>")  # truncation keeps the document whole
     assert "<details>" not in text or "</details>" in text
 
 
 def test_interval_bar():
     bar = interval_bar(-0.077, -0.010, -0.043, 0.02, 0.1)
-    assert bar.startswith("`") and bar.endswith("`") and len(bar) == 23
+    assert bar == "`·━━◆━━┆······`"  # -margin (inside the interval) is drawn as interval
+    assert interval_bar(0.01, 0.05, 0.03, 0.02, 0.1) == "`·····╎┆━◆━···`"
     assert "◆" in bar and "━" in bar and "┆" in bar
     assert interval_bar(None, None, None, 0.02, 0.1) == ""
 

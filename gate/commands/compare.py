@@ -15,6 +15,7 @@ from gate.core.errors import UsageError
 
 if TYPE_CHECKING:
     from gate.decision.comparison import Comparison
+    from gate.model.artifact import RunArtifact
 
 HELP = "compare two run artifacts (dirs or .zip) and decide every gate"
 
@@ -64,26 +65,25 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     if args.markdown:
         from gate.report.markdown import render_markdown
 
-        write_text(resolve(env, args.markdown), render_markdown(comparison), "Markdown report")
+        write_text(
+            resolve(env, args.markdown),
+            render_markdown(comparison, baseline=baseline, candidate=candidate),
+            "Markdown report",
+        )
     if args.html:
         from gate.report.html import render_compare_html
 
         write_text(
             resolve(env, args.html), render_compare_html(comparison, baseline, candidate), "HTML report"
         )
-    print(summary_line(comparison))
+    print(summary_line(comparison, baseline, candidate))
     return exit_code_for(comparison.overall, args.fail_on or gate_config.fail_on)
 
 
-def summary_line(comparison: Comparison) -> str:
-    """The decision and every non-passing gate, for the terminal."""
-    gating = comparison.gating()
-    counts = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
-    parts = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-    line = f"ragproof compare: {comparison.overall} ({parts or 'no gates'})"
-    for g in [g for g in gating if g.decision == "block"] + [g for g in gating if g.decision == "review"]:
-        if g.lo is not None and g.hi is not None and g.delta is not None:
-            line += f"\n  {g.decision:6} {g.metric} [{g.slice}] Δ {g.delta:+.4f} [{g.lo:+.4f}, {g.hi:+.4f}]: {g.reason}"
-    for w in comparison.warnings:
-        line += f"\n  warning: {w}"
-    return line
+def summary_line(
+    comparison: Comparison, baseline: RunArtifact | None = None, candidate: RunArtifact | None = None
+) -> str:
+    """The decision, why, the counts and the gates that need attention, for the terminal."""
+    from gate.report.terminal import render_terminal
+
+    return render_terminal(comparison, baseline=baseline, candidate=candidate)

@@ -73,10 +73,14 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         "decision": out / "decision.json",
         "report": out / "report.html",
     }
-    write_text(paths["comment"], render_markdown(comparison), "Markdown report")
+    write_text(
+        paths["comment"],
+        render_markdown(comparison, baseline=baseline, candidate=candidate),
+        "Markdown report",
+    )
     write_text(paths["decision"], comparison.model_dump_json(indent=2) + "\n", "decision JSON")
     write_text(paths["report"], render_compare_html(comparison, baseline, candidate), "HTML report")
-    print(summary_line(comparison))
+    print(summary_line(comparison, baseline, candidate))
     for label, path in paths.items():
         print(f"  {label:9} {path}")
     return EXIT_OK

@@ -73,6 +73,7 @@ class Result:
     title: str
     baseline: BaselineSearch | None = None
     outputs: dict[str, str] = field(default_factory=dict)
+    text: str | None = None  # the check run's details (the full gate table)
 
     @classmethod
     def nothing_to_gate(cls) -> Result:
@@ -93,7 +94,13 @@ class Result:
 
     @classmethod
     def decided(
-        cls, decision: Overall, fail_on: str, report: str, title: str, search: BaselineSearch
+        cls,
+        decision: Overall,
+        fail_on: str,
+        report: str,
+        title: str,
+        search: BaselineSearch,
+        text: str | None = None,
     ) -> Result:
         """A gate decision: exit code by ``fail_on``, check conclusion by the decision."""
         return cls(
@@ -103,6 +110,7 @@ class Result:
             CONCLUSION_OF_DECISION[decision],
             title,
             search,
+            text=text,
         )
 
 
@@ -278,9 +286,15 @@ class ActionFlow:
         """Links and identity for the report: this run, the artifact, the baseline when found."""
         from datetime import UTC, datetime
 
-        from gate.report.markdown import ReportContext
+        from gate.report.markdown import ReportContext, plain_name
 
         chosen = search.baseline if search is not None else None
+        # "What now" quotes these inside code spans: only plain names (else the defaults).
+        names = {}
+        if plain_name(self.inputs.baseline_artifact):
+            names["artifact_name"] = self.inputs.baseline_artifact
+        if plain_name(self.inputs.config):
+            names["config_path"] = self.inputs.config
         return ReportContext(
             run_url=self.ctx.run_url,
             artifact_url=f"{self._artifact_run_url}#artifacts" if self._artifact_run_url else None,
@@ -290,6 +304,7 @@ class ActionFlow:
             baseline_commit=chosen.run.head_sha if chosen else None,
             baseline_run_id=str(chosen.run.id) if chosen else None,
             baseline_url=chosen.run.html_url if chosen else None,
+            **names,
         )
 
     @staticmethod
@@ -305,6 +320,8 @@ class ActionFlow:
     def gate(self, candidate: RunArtifact, target: Target) -> Result:
         from gate.decision.compare import compare_runs
         from gate.report.markdown import (
+            check_title,
+            render_gate_table,
             render_markdown,
             render_no_baseline,
             render_not_comparable,
@@ -345,10 +362,15 @@ class ActionFlow:
                 self.commands.error(str(exc), title="ragproof")
                 result = Result.not_comparable(report, f"{self.inputs.check_name}: not comparable", search)
             else:
-                report = render_markdown(comparison, context=context) + self._notes(search)
-                decision = comparison.overall
+                runs = {"baseline": search.baseline.artifact, "candidate": candidate}
+                report = render_markdown(comparison, context=context, **runs) + self._notes(search)
                 result = Result.decided(
-                    decision, fail_on, report, f"{self.inputs.check_name}: {decision}", search
+                    comparison.overall,
+                    fail_on,
+                    report,
+                    check_title(comparison),
+                    search,
+                    text=render_gate_table(comparison, **runs),
                 )
         self.publish(result, target)
         return result
@@ -375,6 +397,7 @@ class ActionFlow:
             conclusion=result.conclusion,
             title=result.title,
             summary=result.report,
+            text=result.text,
             details_url=self.ctx.run_url,
         )
         if not check.created:

@@ -16,8 +16,9 @@ a sentence, and must not ping anybody, link anywhere or inject markup:
   still reads "@team", but no mention pattern (``@`` then a letter or digit) and no e-mail
   autolink (``a@b.c``) exists in the HTML text. (``&#64;`` is not enough: the renderer turns
   it back into ``@`` before the mention filter sees the text);
-- references get the same zero-width space: ``#`` before a digit (``#12``, ``owner/repo#3``),
-  ``GH-`` before a digit, and URL starts (``scheme:`` before ``//``, ``www.``), so neither the
+- references get the same zero-width space: ``#`` before a digit where GitHub sees a
+  reference (``#12`` after a space or punctuation, ``owner/repo#3``; not ``chunk#0``), ``GH-``
+  before a digit, and URL starts (``scheme:`` before ``//``, ``www.``), so neither the
   autolink extension nor the reference filter finds a link;
 - ``|`` and the characters of inline markup (emphasis, code, links, images, strike-through)
   get a backslash, so ``| ---`` cannot split a cell;
@@ -40,7 +41,10 @@ _BACKSLASHED = set("\\`*_{}[]()!|~")
 _LINE_START = re.compile(r"^(?:[#+=-]|\d+[.)])")
 # Where a zero-width space goes (between group 1 and what follows): after "@"; after "#" or
 # "GH-" before a digit; inside "scheme://" and "www." (case-insensitive, as the filters are).
-_BREAK = re.compile(r"(@)|(#)(?=\d)|(gh)(?=-\d)|([a-z][a-z0-9+.-]*:)(?=//)|(www)(?=\.)", re.IGNORECASE)
+_BREAK = re.compile(r"(@)|(#)(?=\d)|\b(gh)(?=-\d)|([a-z][a-z0-9+.-]*:)(?=//)|(www)(?=\.)", re.IGNORECASE)
+# "#12" is a reference after a non-word character, and after "owner/repo"; "chunk#0" is not.
+_WORD_BEFORE = re.compile(r"\w$")
+_REPO_BEFORE = re.compile(r"[\w.-]+/[\w.-]+$")
 _MAX_LEN = 300
 
 
@@ -59,7 +63,15 @@ def inert_text(text: object) -> str:
     that are not Markdown (a check run's title is plain text, but GitHub still links in it).
     """
     s = _CONTROL.sub(" ", strip_format(str(text)))
-    return _BREAK.sub(lambda m: m.group(0) + ZWSP, s)
+    return _BREAK.sub(lambda m: m.group(0) + ZWSP if _is_link(s, m) else m.group(0), s)
+
+
+def _is_link(s: str, match: re.Match[str]) -> bool:
+    """Whether a ``_BREAK`` match would be found by GitHub (``#`` only at a reference's start)."""
+    if match.group(2) is None:
+        return True
+    before = s[: match.start()]
+    return not _WORD_BEFORE.search(before) or bool(_REPO_BEFORE.search(before))
 
 
 def md_escape(text: object, *, max_len: int = _MAX_LEN) -> str:
@@ -78,7 +90,7 @@ def md_escape(text: object, *, max_len: int = _MAX_LEN) -> str:
         if s[lead.end() - 1] == "#" and s[lead.end() : lead.end() + 1].isdigit():
             out.append(ZWSP)
         s = s[lead.end() :]
-    breaks = {m.end(m.lastindex or 0) for m in _BREAK.finditer(s)}
+    breaks = {m.end(m.lastindex or 0) for m in _BREAK.finditer(s) if _is_link(s, m)}
     for i, ch in enumerate(s):
         if i in breaks:
             out.append(ZWSP)

@@ -1,39 +1,57 @@
-"""The Markdown report: the pull-request comment, the check-run summary and the job summary.
+"""The Markdown report: the pull-request comment, the check run and the job summary.
 
-Layout: the headline decision; baseline identity (commit, run, age) and dataset version; the
-gates that need attention (block, then review); every other gate folded in ``<details>``; the
-cases that dropped most; warnings where the set is too small for the margin (MDE); error,
-skip and cost counts. Every user-supplied string goes through
-:func:`gate.report.escape.md_escape` in the templates (``| md``).
+Decision first. Outside any ``<details>`` (what a reviewer sees without a click, kept to one
+screen of a pull-request comment): the headline decision and one line saying why
+(:func:`why_line`); the gate counts, which add up to the gates of the ``--json`` document
+(:func:`tally`); a narrow table of only the gates that need attention (block, then review),
+grouped so that a metric failing in several slices reads as one finding, with gates computed
+from the same cases and values shown once naming all of them; warnings; a short "What now"
+block (reproduce, accept, where the full report is). Folded in ``<details>``: the cases that
+moved most for each finding (question, expected answer, both runs' answers and retrieved ids
+with the expected ones marked, and the cases that improved), the passing gates, the skipped
+gates (one line per reason), the gates that do not count, the power table (minimum detectable
+effect per gated metric on ``all``) and the runs' counts.
 
-The body never exceeds :data:`MAX_CHARS` (GitHub refuses comments over 65,536 characters):
-when the full report is longer, tables are cut row-wise, least important first (passing
-gates, then dropped cases, then MDE notes, then the attention table), each cut ending in a
-line that says how many rows are left out and where the full results are.
+Every user-supplied string goes through :func:`gate.report.escape.md_escape` in the
+templates (``| md``). The body never exceeds :data:`MAX_CHARS` (GitHub refuses comments over
+65,536 characters): when longer, tables are cut row-wise, least important first (passing gates,
+then cases, then the power table and the overflow of the attention table), each cut saying how
+many rows are left out and where the full results are.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import field_validator
 
 from gate.core.strict import StrictModel
 from gate.decision.comparison import Comparison, GateResult
 from gate.model.artifact import RunArtifact
-from gate.report.escape import md_escape
+from gate.model.slices import ALL_SLICE
+from gate.report.cases import CaseMove, PairedCases, Side, group_identical
+from gate.report.escape import inert_text, md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 MAX_CHARS = 60_000
-BAR_WIDTH = 21
+BAR_WIDTH = 13
 
-DECISION_LABEL = {"block": "❌ block", "review": "⚠️ review", "pass": "✅ pass", "skipped": "⏭️ skipped"}
+DECISION_ICON = {"block": "❌", "review": "⚠️", "pass": "✅", "skipped": "⏭️"}
 HEADLINE = {"block": "❌ Blocked", "review": "⚠️ Needs review", "pass": "✅ Passed"}
+ACCEPT_LABEL = "ragproof:accept"
 
 _MARKER = re.compile(r"<!--(?:(?!--)[^<>\r\n]){1,200}-->")
 _URL = re.compile(r"https?://[^\s<>()\[\]\"'`|]+")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}")
+
+
+def plain_name(value: str | None) -> bool:
+    """Whether ``value`` can stand in a code span as it is: letters, digits and ``._:/-``."""
+    return value is not None and _NAME.fullmatch(value) is not None
 
 
 class ReportContext(StrictModel):
@@ -48,6 +66,10 @@ class ReportContext(StrictModel):
     now: datetime | None = None  # reference time for the baseline's age (None: show its date)
     marker: str | None = None  # hidden HTML comment identifying the comment, e.g. <!-- ragproof -->
     title: str = "ragproof"
+    # "What now": the artifact both runs are uploaded as, the config file, the accept label
+    artifact_name: str | None = None
+    config_path: str = "ragproof.yaml"
+    accept_label: str = ACCEPT_LABEL
 
     @field_validator("marker")
     @classmethod
@@ -56,6 +78,14 @@ class ReportContext(StrictModel):
             raise ValueError(
                 "marker must be an HTML comment like <!-- ragproof:gate --> (letters, digits, :./=-)"
             )
+        return v
+
+    @field_validator("artifact_name", "config_path", "accept_label")
+    @classmethod
+    def _plain_name(cls, v: str | None) -> str | None:
+        # Shown inside code spans, where no escaping applies: letters, digits and ._:/- only.
+        if v is not None and not _NAME.fullmatch(v):
+            raise ValueError("expected a name of letters, digits and ._:/- (at most 100 characters)")
         return v
 
     @field_validator("run_url", "artifact_url", "baseline_url")
@@ -70,8 +100,19 @@ class ReportContext(StrictModel):
 class _Limits:
     attention: int | None = None
     passing: int | None = None
-    drops: int | None = None
+    drops: int | None = None  # findings whose cases are shown
     mde: int | None = None
+
+
+# Rows of the attention table shown outside <details>: every blocking row up to this many,
+# reviews after them up to ATTENTION_ROWS in all; the rest fold into a <details> below it.
+BLOCK_ROWS = 12
+ATTENTION_ROWS = 8
+# Cases per finding: (dropped, improved) for a blocking and for a review finding.
+CASES_PER_FINDING = {"block": (3, 2), "review": (2, 1)}
+ANSWER_CHARS = 240
+QUESTION_CHARS = 200
+RETRIEVED_SHOWN = 5
 
 
 def _age(created_at: str, now: datetime | None) -> str | None:
@@ -109,24 +150,261 @@ def interval_bar(lo: float | None, hi: float | None, delta: float | None, margin
     return "`" + "".join(cells) + "`"
 
 
-def _gate_row(g: GateResult, scale: float) -> dict[str, object]:
-    reason = g.reason if g.gating or not g.note else f"{g.reason} (not gating: {g.note})"
-    if not g.gating and not g.note:
-        reason = f"{g.reason} (slice dimension not in gate_slices)"
+# -- per-gate facts other parts of the comparison may add (rendered when present) ----------
+
+
+def _extra(g: GateResult, name: str) -> Any:
+    """A per-gate field of newer comparison documents (``method``, ``underpowered``,
+    ``pairs_needed``), or None where this version's GateResult does not carry it."""
+    return getattr(g, name, None)
+
+
+def short_reason(g: GateResult) -> str:
+    """The decision as a short phrase: "real drop", "below min 0.7", "inconclusive", "pass"."""
+    if g.decision == "block":
+        if g.floor is not None and g.candidate_hi is not None and g.candidate_hi < g.floor:
+            return f"below min {g.floor:g}"
+        if g.ceiling is not None and g.candidate_lo is not None and g.candidate_lo > g.ceiling:
+            return f"above max {g.ceiling:g}"
+        return "real drop"
+    if g.decision == "review":
+        return "inconclusive"
+    if g.decision == "skipped":
+        return "skipped"
+    return "pass"
+
+
+def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
+    """One plain-text sentence saying why the overall decision is what it is.
+
+    block: the blocking gate with the lowest Δ (its interval, and the floor when that is the
+    reason); review: the inconclusive gate whose interval reaches lowest; pass: the margin
+    every interval stayed above. Metric and slice names are user data: escape before use.
+    """
+    level = level_pct or _pct(comparison.settings.interval_confidence)
+    gating = comparison.gating()
+    if comparison.overall == "block":
+        blocks = [g for g in gating if g.decision == "block"]
+        g = min(
+            blocks, key=lambda x: (x.delta if x.delta is not None else 0.0, x.hi or 0.0, x.metric, x.slice)
+        )
+        reason = short_reason(g)
+        head = f"{g.metric} on {g.slice}"
+        if reason == "real drop":
+            return (
+                f"{head} dropped: Δ {fmt_signed(g.delta)}, {level} interval {fmt_interval(g.lo, g.hi)} "
+                "lies wholly below zero."
+            )
+        return (
+            f"{head} is {reason}: the candidate's {level} interval "
+            f"[{fmt_num(g.candidate_lo)}, {fmt_num(g.candidate_hi)}] lies wholly beyond it."
+        )
+    if comparison.overall == "review":
+        reviews = [g for g in gating if g.decision == "review"]
+        g = min(reviews, key=lambda x: (x.lo if x.lo is not None else 0.0, x.metric, x.slice))
+        return (
+            f"nothing blocks, but {len(reviews)} gate{'s are' if len(reviews) != 1 else ' is'} inconclusive: "
+            f"{g.metric} on {g.slice} (Δ {fmt_signed(g.delta)}, {level} interval {fmt_interval(g.lo, g.hi)}) "
+            f"may have dropped by more than the margin {g.margin:g}."
+        )
+    decided = sum(1 for g in gating if g.decision == "pass")
+    return (
+        f"all {decided} decided gate{'s' if decided != 1 else ''} stay above −margin "
+        f"{comparison.settings.margin:g} at {level}."
+    )
+
+
+@dataclass
+class _Row:
+    """One line of a gate table: one gate, or several computed from the same numbers."""
+
+    gates: list[GateResult]
+    metrics: list[str]
+    slices: list[str]  # slice keys with identical numbers (a product with metrics), or labels
+    product: bool  # metrics x slices are exactly the gates
+
+    @property
+    def lead(self) -> GateResult:
+        return self.gates[0]
+
+
+def _rows(groups: list[list[GateResult]]) -> list[_Row]:
+    rows = []
+    for group in groups:
+        metrics = list(dict.fromkeys(g.metric for g in group))
+        slices = list(dict.fromkeys(g.slice for g in group))
+        product = len(metrics) * len(slices) == len(group)
+        if not product:
+            slices = [f"{g.metric} · {g.slice}" for g in group]
+        rows.append(_Row(group, metrics, slices, product))
+    return rows
+
+
+def _severity_key(row: _Row) -> tuple[int, float, str, str]:
+    g = row.lead
+    rank = {"block": 0, "review": 1, "pass": 2, "skipped": 3}[g.decision]
+    return (rank, g.delta if g.delta is not None else 0.0, g.metric, g.slice)
+
+
+def _findings(rows: list[_Row]) -> list[_Row]:
+    """Rows ordered so a metric failing in several slices reads as one finding: metrics by their
+    worst row (block before review, then the lowest Δ), each metric's rows together, within a
+    metric by decision, ``all`` first, then the lowest Δ."""
+    by_metric: dict[str, list[_Row]] = {}
+    for row in sorted(rows, key=_severity_key):
+        by_metric.setdefault(" = ".join(row.metrics), []).append(row)
+
+    def within(row: _Row) -> tuple[int, int, float, str, str]:
+        rank, delta, metric, key = _severity_key(row)
+        return (rank, 0 if ALL_SLICE in row.slices else 1, delta, metric, key)
+
+    return [row for group in by_metric.values() for row in sorted(group, key=within)]
+
+
+def _table_rows(rows: list[_Row], scale: float, level_pct: str) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    previous = None
+    for row in rows:
+        g = row.lead
+        metric = " = ".join(row.metrics)
+        arrow = "" if g.higher_is_better else " ↓"
+        method = _extra(g, "method")
+        needed = _extra(g, "pairs_needed") if _extra(g, "underpowered") else None
+        out.append(
+            {
+                "first": metric != previous,
+                "metric": metric,
+                "arrow": arrow,
+                "slices": row.slices,
+                "product": row.product,
+                "n": g.n,
+                "baseline": fmt_num(g.baseline_mean),
+                "candidate": fmt_num(g.candidate_mean),
+                "delta": fmt_signed(g.delta),
+                "interval": fmt_interval(g.lo, g.hi),
+                "method": method,
+                "bar": interval_bar(g.lo, g.hi, g.delta, g.margin, scale),
+                "icon": DECISION_ICON[g.decision],
+                "reason": short_reason(g),
+                "margin": g.margin,
+                "needed": needed,
+                "gates": len(row.gates),
+                "gating": g.gating,
+            }
+        )
+        previous = metric
+    return out
+
+
+def _side_view(side: Side) -> dict[str, object]:
+    answer = side.answer
+    if side.status != "ok":
+        answer = None
     return {
-        "label": DECISION_LABEL[g.decision] if g.gating else f"({g.decision})",
-        "metric": g.metric,
-        "arrow": "" if g.higher_is_better else " ↓",
-        "slice": g.slice,
-        "n": g.n,
-        "baseline": fmt_num(g.baseline_mean),
-        "candidate": fmt_num(g.candidate_mean),
-        "delta": fmt_signed(g.delta),
-        "interval": fmt_interval(g.lo, g.hi),
-        "margin": fmt_num(g.margin),
-        "bar": interval_bar(g.lo, g.hi, g.delta, g.margin, scale),
-        "reason": reason,
+        "value": fmt_num(side.value),
+        "status": side.status,
+        "error": side.error,
+        "answer": answer,
+        "retrieved": [{"id": r.id, "expected": r.expected} for r in side.retrieved[:RETRIEVED_SHOWN]],
+        "more_retrieved": max(0, len(side.retrieved) - RETRIEVED_SHOWN),
     }
+
+
+def _case_view(case: CaseMove, shown: set[str]) -> dict[str, object]:
+    repeat = case.case_id in shown
+    shown.add(case.case_id)
+    return {
+        "id": case.case_id,
+        "d": fmt_signed(case.d),
+        "repeat": repeat,
+        "question": case.question,
+        "expected": case.expected_answer,
+        "sources": list(case.expected_sources[:RETRIEVED_SHOWN]),
+        "baseline": _side_view(case.baseline),
+        "candidate": _side_view(case.candidate),
+    }
+
+
+def _finding_cases(
+    rows: list[_Row], paired: PairedCases | None, limit: int | None
+) -> list[dict[str, object]]:
+    if paired is None:
+        return []
+    out: list[dict[str, object]] = []
+    shown: set[str] = set()
+    for row in rows[:limit] if limit is not None else rows:
+        g = row.lead
+        n_drop, n_up = CASES_PER_FINDING.get(g.decision, (0, 0))
+        moves = paired.moved(g, dropped=n_drop, improved=n_up)
+        if not moves.dropped and not moves.improved:
+            continue
+        out.append(
+            {
+                "metric": " = ".join(row.metrics),
+                "slices": row.slices,
+                "icon": DECISION_ICON[g.decision],
+                "dropped": [_case_view(c, shown) for c in moves.dropped],
+                "improved": [_case_view(c, shown) for c in moves.improved],
+            }
+        )
+    return out
+
+
+def _skip_lines(gates: list[GateResult], min_pairs: int) -> list[dict[str, object]]:
+    """Skipped gates, one line per reason: no pair at all, or fewer than ``min_pairs``."""
+    none = [g for g in gates if g.n == 0]
+    few = [g for g in gates if g.n > 0]
+    lines: list[dict[str, object]] = []
+    if few:
+        lo, hi = min(g.n for g in few), max(g.n for g in few)
+        span = f"{lo}" if lo == hi else f"{lo}–{hi}"
+        lines.append(
+            {"count": len(few), "reason": f"{span} pairs, fewer than min_pairs {min_pairs}", "gates": few}
+        )
+    if none:
+        lines.append({"count": len(none), "reason": "no case scored in both runs", "gates": none})
+    for line in lines:
+        slices = list(dict.fromkeys(g.slice for g in line.pop("gates")))  # type: ignore[attr-defined]
+        line["slices"] = slices[:8]
+        line["more_slices"] = max(0, len(slices) - 8)
+    return lines
+
+
+def _not_gating_lines(gates: list[GateResult]) -> list[dict[str, object]]:
+    """Gates shown but not counted, one line per reason (the policy note), with their metrics."""
+    by_note: dict[str, list[GateResult]] = {}
+    for g in gates:
+        by_note.setdefault(g.note or "slice dimension not in gate_slices", []).append(g)
+    return [
+        {
+            "note": note,
+            "count": len(group),
+            "metrics": list(dict.fromkeys(g.metric for g in group)),
+            "flagged": sum(1 for g in group if g.decision in ("block", "review")),
+        }
+        for note, group in by_note.items()
+    ]
+
+
+def _power_rows(comparison: Comparison) -> list[dict[str, object]]:
+    """Per gated metric on ``all``: pairs, minimum detectable effect, pairs needed (when known)."""
+    out = []
+    for g in comparison.gates:
+        if not g.gating or g.slice != ALL_SLICE:
+            continue
+        out.append(
+            {
+                "metric": g.metric,
+                "arrow": "" if g.higher_is_better else " ↓",
+                "n": g.n,
+                "mde": fmt_num(g.mde),
+                "margin": f"{g.margin:g}",
+                "enough": g.mde is not None and not g.mde_exceeds_margin,
+                "needed": _extra(g, "pairs_needed"),
+                "method": _extra(g, "method"),
+            }
+        )
+    return out
 
 
 def _pointer(context: ReportContext) -> str:
@@ -141,23 +419,47 @@ def _take(items: list, limit: int | None) -> tuple[list, int]:
     return items[:limit], len(items) - limit
 
 
-def _render_comparison(comparison: Comparison, context: ReportContext, limits: _Limits) -> str:
-    gates = comparison.gates
-    scale = axis_extent((g for g in gates if g.decision != "skipped"), 1.1)
-    attention = [g for g in gates if g.gating and g.decision == "block"]
-    attention += [g for g in gates if g.gating and g.decision == "review"]
-    rest = [g for g in gates if g.gating and g.decision == "pass"]
-    rest += [g for g in gates if g.gating and g.decision == "skipped"]
-    rest += [g for g in gates if not g.gating]
-    mde = [g for g in gates if g.gating and g.mde_exceeds_margin]
-    shown_attention, more_attention = _take(attention, limits.attention)
-    shown_rest, more_rest = _take(rest, limits.passing)
-    shown_drops, more_drops = _take(comparison.top_drops, limits.drops)
-    shown_mde, more_mde = _take(mde, limits.mde)
-    base = comparison.baseline
+def tally(comparison: Comparison) -> dict[str, int]:
+    """Gate counts as the headline states them; they add up to ``len(comparison.gates)``."""
     gating = comparison.gating()
-    tally = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
+    counts = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
+    counts["not_gating"] = len(comparison.gates) - len(gating)
+    return counts
+
+
+def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[_Row], list[_Row]]:
+    """The gating block and review gates as table rows, in finding order: (first screen, rest).
+
+    The first screen holds every blocking row up to :data:`BLOCK_ROWS`, then reviews up to
+    :data:`ATTENTION_ROWS` rows in all; both lists keep the finding order.
+    """
+    rows = _findings(
+        _rows(group_identical([g for g in comparison.gating() if g.decision in ("block", "review")], paired))
+    )
+    first = [r for r in rows if r.lead.decision == "block"][:BLOCK_ROWS]
+    first += [r for r in rows if r.lead.decision == "review"][: max(0, ATTENTION_ROWS - len(first))]
+    chosen = {id(r) for r in first}
+    return [r for r in rows if id(r) in chosen], [r for r in rows if id(r) not in chosen]
+
+
+def _render_comparison(
+    comparison: Comparison, context: ReportContext, limits: _Limits, paired: PairedCases | None
+) -> str:
+    gates = comparison.gates
+    level_pct = _pct(comparison.settings.interval_confidence)
+    scale = axis_extent((g for g in gates if g.decision != "skipped" and g.gating), 1.1)
+    shown_first, overflow = attention(comparison, paired)
+    overflow, more_attention = _take(overflow, limits.attention)
+    passing = _findings(
+        _rows(group_identical([g for g in gates if g.gating and g.decision == "pass"], paired))
+    )
+    shown_passing, more_passing = _take(passing, limits.passing)
+    skipped = [g for g in gates if g.gating and g.decision == "skipped"]
+    base = comparison.baseline
+    counts = tally(comparison)
     settings = comparison.settings
+    power = _power_rows(comparison)
+    shown_power, more_power = _take(power, limits.mde)
     return (
         environment(False)
         .get_template("comment.md.j2")
@@ -165,39 +467,28 @@ def _render_comparison(comparison: Comparison, context: ReportContext, limits: _
             c=comparison,
             ctx=context,
             headline=HEADLINE[comparison.overall],
-            tally=tally,
-            not_gating=sum(1 for g in gates if not g.gating),
-            level_pct=_pct(settings.interval_confidence),
+            why=why_line(comparison, level_pct),
+            tally=counts,
+            total=len(gates),
+            level_pct=level_pct,
             confidence_pct=_pct(settings.confidence),
             baseline_commit=(context.baseline_commit or base.commit or "unknown")[:12],
             baseline_run=context.baseline_run_id or base.run_id,
             baseline_age=context.baseline_age or _age(base.created_at, context.now),
             baseline_date=base.created_at[:10],
             candidate_commit=(comparison.candidate.commit or "unknown")[:12],
-            attention=[_gate_row(g, scale) for g in shown_attention],
+            attention=_table_rows(shown_first, scale, level_pct),
+            overflow=_table_rows(overflow, scale, level_pct),
+            overflow_gates=sum(len(r.gates) for r in overflow),
             more_attention=more_attention,
-            rest=[_gate_row(g, scale) for g in shown_rest],
-            more_rest=more_rest,
-            rest_total=len(rest),
-            drops=[
-                {
-                    "case_id": d.case_id,
-                    "drops": ", ".join(f"{m} {fmt_signed(-v)}" for m, v in list(d.drops.items())[:6]),
-                }
-                for d in shown_drops
-            ],
-            more_drops=more_drops,
-            mde=[
-                {
-                    "metric": g.metric,
-                    "slice": g.slice,
-                    "n": g.n,
-                    "margin": f"{g.margin:g}",
-                    "mde": fmt_num(g.mde),
-                }
-                for g in shown_mde
-            ],
-            more_mde=more_mde,
+            passing=_table_rows(shown_passing, scale, level_pct),
+            passing_gates=counts["pass"],
+            more_passing=more_passing,
+            cases=_finding_cases(shown_first + overflow, paired, limits.drops),
+            skipped=_skip_lines(skipped, settings.min_pairs),
+            not_gating=_not_gating_lines([g for g in gates if not g.gating]),
+            power=shown_power,
+            more_power=more_power,
             added=comparison.dataset.added[:10],
             removed=comparison.dataset.removed[:10],
             pointer=_pointer(context),
@@ -210,7 +501,7 @@ def _pct(level: float) -> str:
     return f"{text}%"
 
 
-def _fit(render, cap: int) -> str:
+def _fit(render: Callable[[_Limits], str], cap: int) -> str:
     """Render with ever smaller row limits until the body fits ``cap`` characters."""
     text = render(_Limits())
     if len(text) <= cap:
@@ -218,8 +509,10 @@ def _fit(render, cap: int) -> str:
     attempts = []
     for rest in (200, 50, 10, 0):
         attempts.append(_Limits(passing=rest))
+    for drops in (6, 3, 1):
+        attempts.append(_Limits(passing=0, drops=drops))
     for attention in (400, 200, 100, 50, 20, 10, 0):
-        attempts.append(_Limits(attention=attention, passing=0, drops=5, mde=10))
+        attempts.append(_Limits(attention=attention, passing=0, drops=1, mde=10))
     for limits in attempts:
         text = render(limits)
         if len(text) <= cap:
@@ -227,10 +520,54 @@ def _fit(render, cap: int) -> str:
     return render(_Limits(attention=0, passing=0, drops=0, mde=0))[:cap]
 
 
-def render_markdown(comparison: Comparison, *, context: ReportContext | None = None) -> str:
-    """The comparison as Markdown (at most :data:`MAX_CHARS` characters)."""
+def render_markdown(
+    comparison: Comparison,
+    *,
+    context: ReportContext | None = None,
+    baseline: RunArtifact | None = None,
+    candidate: RunArtifact | None = None,
+) -> str:
+    """The comparison as Markdown (at most :data:`MAX_CHARS` characters).
+
+    With both runs (``baseline`` and ``candidate``), each finding shows the cases that moved
+    most (question, expected answer, both answers, both retrieved lists) and gates computed
+    from the same cases and values are shown once; without them, neither.
+    """
     ctx = context or ReportContext()
-    return _fit(lambda limits: _render_comparison(comparison, ctx, limits), MAX_CHARS)
+    paired = PairedCases(comparison, baseline, candidate) if baseline and candidate else None
+    return _fit(lambda limits: _render_comparison(comparison, ctx, limits, paired), MAX_CHARS)
+
+
+def check_title(comparison: Comparison) -> str:
+    """The check run's title: the decision and its one-line why (plain text, at most 1,000
+    characters; GitHub shows it beside the check's name)."""
+    text = f"{HEADLINE[comparison.overall]}: {inert_text(why_line(comparison))}"
+    return text if len(text) <= 1000 else text[:999] + "…"
+
+
+def render_gate_table(
+    comparison: Comparison,
+    *,
+    baseline: RunArtifact | None = None,
+    candidate: RunArtifact | None = None,
+) -> str:
+    """Every gate of the comparison in one Markdown table (the check run's ``text``): gating
+    gates by severity, then those shown for information; at most :data:`MAX_CHARS` characters."""
+    paired = PairedCases(comparison, baseline, candidate) if baseline and candidate else None
+    level_pct = _pct(comparison.settings.interval_confidence)
+    scale = axis_extent((g for g in comparison.gates if g.decision != "skipped" and g.gating), 1.1)
+    rows = _findings(_rows(group_identical(comparison.gating(), paired)))
+    rows += _findings(_rows(group_identical([g for g in comparison.gates if not g.gating], paired)))
+
+    def render(limits: _Limits) -> str:
+        shown, more = _take(rows, limits.passing)
+        return (
+            environment(False)
+            .get_template("gate_table.md.j2")
+            .render(c=comparison, rows=_table_rows(shown, scale, level_pct), more=more, level_pct=level_pct)
+        )
+
+    return _fit(render, MAX_CHARS)
 
 
 NO_BASELINE_HEADING = "ℹ️ No baseline"

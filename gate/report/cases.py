@@ -1,0 +1,169 @@
+"""The cases behind a gate, for a reviewer: which ones moved, what they asked, what each run did.
+
+:class:`PairedCases` pairs the two runs' rows by case id (as the comparison does: candidate
+order, cases present in both), knows every slice's members (``gate.model.slices.slice_masks``
+over the candidate's rows, ``gate.slices`` from the comparison's settings) and every case's value of
+a metric in each run. From that:
+
+- :meth:`PairedCases.moved` — for one (metric, slice) gate, the paired cases whose oriented
+  difference ``d`` (candidate − baseline, sign-flipped where lower is better) is most negative
+  (dropped) and most positive (improved), ties broken by case id;
+- :meth:`PairedCases.fingerprint` — a digest of the gate's paired cases and their values in
+  both runs. Two gates with equal fingerprints were computed from the same numbers (the same
+  cases, the same values), so their decisions are necessarily identical and a report shows
+  them once, naming both (``all`` and ``kind=qa`` when every case is qa; two metrics that
+  score every case alike).
+
+The adapter-failure rate (``adapter.failure_rate``) is 1 for a case whose row failed
+(``adapter_error``, ``timeout``) and 0 otherwise, over every paired case.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gate.decision.comparison import Comparison, GateResult
+from gate.decision.decide import FAILURE_RATE_METRIC
+from gate.model.artifact import Row, RunArtifact
+from gate.model.records import Chunk
+from gate.model.slices import slice_masks
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    id: str
+    expected: bool  # the chunk (or its document) is one of the case's expected sources
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run's output for a case."""
+
+    value: float | None  # the metric's value (None: not scored)
+    status: str  # row status: ok, adapter_error, timeout
+    answer: str | None
+    error: str | None
+    retrieved: tuple[Retrieved, ...]
+
+
+@dataclass(frozen=True)
+class CaseMove:
+    """One case of a gate: its oriented difference and both runs' outputs."""
+
+    case_id: str
+    d: float  # oriented: positive = better in the candidate
+    question: str | None
+    expected_answer: str | None
+    expected_sources: tuple[str, ...]
+    baseline: Side
+    candidate: Side
+
+
+@dataclass(frozen=True)
+class Moves:
+    dropped: list[CaseMove]
+    improved: list[CaseMove]
+
+
+def _value(row: Row, metric: str) -> float | None:
+    if metric == FAILURE_RATE_METRIC:
+        return 0.0 if row.status == "ok" else 1.0
+    if row.status != "ok":
+        return None
+    result = row.metrics.get(metric)
+    if result is None or result.status != "scored" or result.value is None:
+        return None
+    return float(result.value) if math.isfinite(result.value) else None
+
+
+def _matches(chunk: Chunk, expected: set[str]) -> bool:
+    document = chunk.metadata.get("document_id") if isinstance(chunk.metadata, dict) else None
+    return chunk.id in expected or (isinstance(document, str) and document in expected)
+
+
+def _side(row: Row, metric: str, expected: set[str]) -> Side:
+    chunks = row.retrieved or []
+    return Side(
+        value=_value(row, metric),
+        status=row.status,
+        answer=row.answer.text if row.answer is not None else None,
+        error=row.error,
+        retrieved=tuple(Retrieved(c.id, _matches(c, expected)) for c in chunks),
+    )
+
+
+class PairedCases:
+    """The two runs' rows paired by case id, with slice membership for the comparison's slices."""
+
+    def __init__(self, comparison: Comparison, baseline: RunArtifact, candidate: RunArtifact) -> None:
+        base_by_id = {r.case_id: r for r in baseline.rows}
+        self.pairs: list[tuple[Row, Row]] = [
+            (base_by_id[r.case_id], r) for r in candidate.rows if r.case_id in base_by_id
+        ]
+        masks = slice_masks([cand for _, cand in self.pairs], comparison.settings.slices)
+        self.members: dict[str, list[int]] = {key: mask.nonzero()[0].tolist() for key, mask in masks.items()}
+        self._prints: dict[tuple[str, str], str] = {}
+
+    def _paired(self, gate: GateResult) -> list[tuple[int, float, float]]:
+        out = []
+        for i in self.members.get(gate.slice, []):
+            base, cand = self.pairs[i]
+            b, c = _value(base, gate.metric), _value(cand, gate.metric)
+            if b is not None and c is not None:
+                out.append((i, b, c))
+        return out
+
+    def fingerprint(self, gate: GateResult) -> str:
+        """A digest of the gate's paired case ids and their values in both runs."""
+        key = (gate.metric, gate.slice)
+        if key not in self._prints:
+            digest = hashlib.sha256()
+            for i, b, c in self._paired(gate):
+                digest.update(f"{self.pairs[i][1].case_id}\0{b!r}\0{c!r}\n".encode())
+            self._prints[key] = digest.hexdigest()
+        return self._prints[key]
+
+    def moved(self, gate: GateResult, *, dropped: int, improved: int) -> Moves:
+        """The ``dropped`` cases that fell most and the ``improved`` ones that rose most (d ≠ 0)."""
+        sign = 1.0 if gate.higher_is_better else -1.0
+        scored = [(sign * (c - b), i) for i, b, c in self._paired(gate)]
+        down = sorted((x for x in scored if x[0] < 0), key=lambda x: (x[0], self.pairs[x[1]][1].case_id))
+        up = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], self.pairs[x[1]][1].case_id))
+        return Moves(
+            dropped=[self.case(i, gate.metric, d) for d, i in down[:dropped]],
+            improved=[self.case(i, gate.metric, d) for d, i in up[:improved]],
+        )
+
+    def case(self, index: int, metric: str, d: float) -> CaseMove:
+        base, cand = self.pairs[index]
+        sources = tuple(cand.expected_source_ids or base.expected_source_ids or ())
+        expected = set(sources)
+        return CaseMove(
+            case_id=cand.case_id,
+            d=d,
+            question=cand.question or base.question,
+            expected_answer=cand.expected_answer
+            if cand.expected_answer is not None
+            else base.expected_answer,
+            expected_sources=sources,
+            baseline=_side(base, metric, expected),
+            candidate=_side(cand, metric, expected),
+        )
+
+
+def group_identical(gates: Sequence[GateResult], paired: PairedCases | None) -> list[list[GateResult]]:
+    """Gates computed from the same numbers, grouped (first appearance order); singletons otherwise.
+
+    Without the runs (``paired`` None) nothing is grouped: equal figures alone do not prove
+    equal cases.
+    """
+    if paired is None:
+        return [[g] for g in gates]
+    groups: dict[tuple[object, ...], list[GateResult]] = {}
+    for g in gates:
+        key = (g.decision, g.gating, g.margin, g.floor, g.ceiling, g.higher_is_better, paired.fingerprint(g))
+        groups.setdefault(key, []).append(g)
+    return list(groups.values())

@@ -1,0 +1,42 @@
+"""The terminal summary of ``ragproof compare`` and ``ragproof demo``: the comment's order, in text.
+
+The decision and its one-line why; the gate counts (they add up to the ``--json`` gates); the
+rows of the comment's attention table (same grouping: a metric's slices together, gates
+computed from the same numbers once); how many more rows the reports hold; the warnings.
+"""
+
+from __future__ import annotations
+
+from gate.decision.comparison import Comparison
+from gate.model.artifact import RunArtifact
+from gate.report.cases import PairedCases
+from gate.report.markdown import attention, inert_text, short_reason, tally, why_line
+from gate.report.templating import fmt_interval, fmt_num, fmt_signed
+
+
+def render_terminal(
+    comparison: Comparison, *, baseline: RunArtifact | None = None, candidate: RunArtifact | None = None
+) -> str:
+    """A few lines of plain text (user strings made inert like the comment's)."""
+    paired = PairedCases(comparison, baseline, candidate) if baseline and candidate else None
+    counts = tally(comparison)
+    lines = [
+        f"ragproof compare: {comparison.overall}: {inert_text(why_line(comparison))}",
+        f"  {len(comparison.gates)} gates: {counts['block']} block, {counts['review']} review, "
+        f"{counts['pass']} pass, {counts['skipped']} skipped, {counts['not_gating']} not gating",
+    ]
+    first, rest = attention(comparison, paired)
+    for row in first:
+        g = row.lead
+        lines.append(
+            f"  {g.decision:6} {inert_text(' = '.join(row.metrics))} [{inert_text(' = '.join(row.slices))}] "
+            f"{fmt_num(g.baseline_mean)} → {fmt_num(g.candidate_mean)}, Δ {fmt_signed(g.delta)} "
+            f"{fmt_interval(g.lo, g.hi)}, {g.n} pairs: {short_reason(g)}"
+        )
+    if rest:
+        more = sum(len(r.gates) for r in rest)
+        lines.append(
+            f"  … {more} more gate{'s' if more != 1 else ''} to review in the Markdown and JSON reports"
+        )
+    lines += [f"  warning: {inert_text(w)}" for w in comparison.warnings]
+    return "\n".join(lines)
