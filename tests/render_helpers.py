@@ -173,3 +173,28 @@ def screenshot(page_html: str, width: int, height: int, png: Path) -> None:
         path.write_text(page_html, encoding="utf-8")
         proc = chromium(f"--window-size={width},{height}", f"--screenshot={png}", path.as_uri())
     assert png.is_file() and png.stat().st_size > 0, proc.stderr[-2000:]
+
+
+def allow_script(page_html: str, script: str) -> str:
+    """``page_html`` with ``script`` appended and allowed by the page's own CSP (by its sha256),
+    so a measurement runs under the same policy as the page's own script."""
+    import base64
+    import hashlib
+
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    meta = re.search(r'(<meta http-equiv="Content-Security-Policy" content=")([^"]*)(")', page_html)
+    assert meta, "the page has no Content-Security-Policy"
+    policy = html.unescape(meta.group(2)).replace("script-src 'none'", "script-src")
+    policy = policy.replace("script-src", f"script-src 'sha256-{digest}'", 1)
+    patched = page_html[: meta.start(2)] + html.escape(policy, quote=True) + page_html[meta.end(2) :]
+    return patched.replace("</body>", f"<script>{script}</script></body>")
+
+
+def run_page(page_html: str, width: int, height: int, workdir: Path) -> dict:
+    """Load a page in headless Chromium and return the JSON its scripts left in ``#measurements``."""
+    path = workdir / "page.html"
+    path.write_text(page_html, encoding="utf-8")
+    proc = chromium(f"--window-size={width},{height}", "--dump-dom", path.as_uri())
+    match = re.search(r'<pre id="measurements">(.*?)</pre>', proc.stdout, re.DOTALL)
+    assert match, f"no measurements from Chromium (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    return json.loads(html.unescape(match.group(1)))

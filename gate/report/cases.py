@@ -167,3 +167,74 @@ def group_identical(gates: Sequence[GateResult], paired: PairedCases | None) -> 
         key = (g.decision, g.gating, g.margin, g.floor, g.ceiling, g.higher_is_better, paired.fingerprint(g))
         groups.setdefault(key, []).append(g)
     return list(groups.values())
+
+
+@dataclass(frozen=True)
+class MetricValues:
+    name: str
+    higher_is_better: bool
+    baseline: float | None
+    candidate: float | None
+    d: float | None  # oriented; None unless scored in both runs
+
+
+@dataclass(frozen=True)
+class ExplorerCase:
+    """One paired case for the HTML case explorer."""
+
+    case_id: str
+    question: str | None
+    expected_answer: str | None
+    expected_sources: tuple[str, ...]
+    baseline: Side
+    candidate: Side
+    metrics: tuple[MetricValues, ...]
+    slices: tuple[str, ...]
+    change: str  # "worse": a gated metric dropped; "better": some rose, none dropped; else "same"
+    worst: float  # the most negative oriented d over gated metrics (0 when none dropped)
+
+
+def explorer_cases(comparison: Comparison, paired: PairedCases) -> list[ExplorerCase]:
+    """Every paired case with each metric's value in both runs, most dropped first.
+
+    ``change`` looks at the gating metrics only (as the decision does): a case is "worse" when
+    any of them dropped (oriented d < 0), "better" when any rose and none dropped, "same"
+    otherwise; ties in the order are broken by case id.
+    """
+    directions: dict[str, bool] = {}
+    gated: set[str] = set()
+    for g in comparison.gates:
+        directions.setdefault(g.metric, g.higher_is_better)
+        if g.gating:
+            gated.add(g.metric)
+    slices_of: dict[int, list[str]] = {}
+    for key, indices in paired.members.items():
+        for i in indices:
+            slices_of.setdefault(i, []).append(key)
+    out = []
+    for i, (base, cand) in enumerate(paired.pairs):
+        values = []
+        worst, best = 0.0, 0.0
+        for name, hib in directions.items():
+            b, c = _value(base, name), _value(cand, name)
+            d = None if b is None or c is None else (c - b if hib else b - c)
+            values.append(MetricValues(name, hib, b, c, d))
+            if d is not None and name in gated:
+                worst, best = min(worst, d), max(best, d)
+        move = paired.case(i, FAILURE_RATE_METRIC, 0.0)
+        out.append(
+            ExplorerCase(
+                case_id=cand.case_id,
+                question=move.question,
+                expected_answer=move.expected_answer,
+                expected_sources=move.expected_sources,
+                baseline=move.baseline,
+                candidate=move.candidate,
+                metrics=tuple(values),
+                slices=tuple(slices_of.get(i, [])),
+                change="worse" if worst < 0 else "better" if best > 0 else "same",
+                worst=worst,
+            )
+        )
+    out.sort(key=lambda c: (c.worst, c.case_id))
+    return out

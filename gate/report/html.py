@@ -1,17 +1,31 @@
-"""Self-contained HTML reports: no scripts, no remote assets, SVG drawn on the server.
+"""Self-contained HTML reports: no remote assets, SVG drawn on the server, a strict CSP.
 
-:func:`render_compare_html` (``ragproof compare --html``) draws a forest plot of every gate's
-Δ with its interval, the gate's margin and zero, then per-metric score distributions of both
-runs. :func:`render_run_html` (``ragproof report --html``) shows one run's summary and its
-distributions. Text is escaped by jinja2's HTML autoescaping.
+:func:`render_compare_html` (``ragproof compare --html``) opens like the comment (decision, why,
+counts, the gates that need attention, in finding order), then one panel per metric (its
+slices as rows on the metric's own axis, panels needing attention first; skipped and
+non-gating gates folded away and labelled for what they are), a case explorer (every paired
+case: question, expected answer, both answers side by side, retrieved ids with the expected
+ones marked, every metric in both runs; filterable by slice and by change with a small inline
+script), per-metric score distributions and the counts. :func:`render_run_html`
+(``ragproof report --html``) shows one run's summary and its distributions.
+
+Text is escaped by jinja2's HTML autoescaping. Each page carries a Content-Security-Policy
+(``default-src 'none'``; the one stylesheet and the one script allowed by their sha256), so
+it can load nothing and run nothing else, whatever a case's text holds.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable
+from functools import cache
+from importlib.resources import files
 
 from gate.decision.comparison import Comparison, GateResult
 from gate.model.artifact import RunArtifact
+from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
+from gate.report.markdown import DECISION_ICON, attention, short_reason, tally, why_line
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 PLOT_WIDTH = 420  # px of the Δ axis
@@ -21,42 +35,27 @@ HIST_WIDTH = 240
 HIST_HEIGHT = 60
 
 COLOURS = {"pass": "#2e7d32", "review": "#b26a00", "block": "#c62828", "skipped": "#777777"}
+PANEL_PLOT = 360  # px of a metric panel's axis
+LABEL_CHAR = 6.6  # px per character of an 11 px label (for the label column's width)
+MAX_CASES = 2000  # cases in the explorer (most dropped first); the rest are in rows.jsonl
+_RANK = {"block": 0, "review": 1, "pass": 2, "skipped": 3}
 
 
-def forest_plot(gates: list[GateResult]) -> dict[str, object]:
-    """Geometry of the forest plot: one row per gate with an interval."""
-    shown = [g for g in gates if g.lo is not None and g.hi is not None and g.delta is not None]
-    scale = axis_extent(shown, 1.15)
+@cache
+def _asset(name: str) -> str:
+    return (files("gate.report") / "templates" / name).read_text(encoding="utf-8")
 
-    def x(value: float) -> float:
-        return round((value + scale) / (2 * scale) * PLOT_WIDTH, 2)
 
-    rows = []
-    for i, g in enumerate(shown):
-        rows.append(
-            {
-                "y": i * ROW_HEIGHT + ROW_HEIGHT / 2,
-                "label": f"{g.metric} · {g.slice}",
-                "x_lo": x(g.lo),
-                "x_hi": x(g.hi),
-                "x_delta": x(g.delta),
-                "x_margin": x(-g.margin),
-                "colour": COLOURS[g.decision] if g.gating else "#999999",
-                "decision": g.decision if g.gating else f"{g.decision} (not gating)",
-                "text": f"{fmt_signed(g.delta)} {fmt_interval(g.lo, g.hi)}",
-            }
-        )
-    ticks = [
-        {"x": x(t), "label": fmt_signed(t, 2)}
-        for t in (-scale / 1.15, -scale / 2.3, 0.0, scale / 2.3, scale / 1.15)
-    ]
-    return {
-        "rows": rows,
-        "width": PLOT_WIDTH,
-        "height": max(1, len(rows)) * ROW_HEIGHT,
-        "x_zero": x(0.0),
-        "ticks": ticks,
-    }
+def _sha(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def page_policy(script: str | None) -> str:
+    """The Content-Security-Policy of a report page: nothing loads; our style (and script) only."""
+    parts = ["default-src 'none'", f"style-src '{_sha(_asset('report.css'))}'"]
+    parts.append(f"script-src '{_sha(script)}'" if script else "script-src 'none'")
+    parts += ["base-uri 'none'", "form-action 'none'"]
+    return "; ".join(parts)
 
 
 def _histogram(values: list[float], lo: float, hi: float) -> list[int]:
@@ -126,14 +125,123 @@ def _metric_order(arts: Iterable[RunArtifact]) -> list[str]:
     return list(seen)
 
 
+def _panel_rows(gates: list[GateResult]) -> dict[str, object]:
+    """One metric's decided gating gates on the metric's own axis (attention first, ``all`` first
+    within a decision); the label column is as wide as the longest label."""
+    shown = sorted(
+        (g for g in gates if g.gating and g.decision != "skipped" and g.lo is not None and g.hi is not None),
+        key=lambda g: (_RANK[g.decision], g.slice != "all", g.delta if g.delta is not None else 0.0, g.slice),
+    )
+    scale = axis_extent(shown, 1.15)
+
+    def x(value: float) -> float:
+        return round((value + scale) / (2 * scale) * PANEL_PLOT, 2)
+
+    label_w = round(min(360, max([len(g.slice) for g in shown] + [8]) * LABEL_CHAR + 12))
+    rows = [
+        {
+            "y": i * ROW_HEIGHT + ROW_HEIGHT / 2,
+            "label": g.slice,
+            "n": g.n,
+            "x_lo": x(g.lo or 0.0),
+            "x_hi": x(g.hi or 0.0),
+            "x_delta": x(g.delta if g.delta is not None else 0.0),
+            "x_margin": x(-g.margin),
+            "colour": COLOURS[g.decision],
+            "decision": g.decision,
+            "text": f"{fmt_signed(g.delta)} {fmt_interval(g.lo, g.hi)} · {short_reason(g)}",
+        }
+        for i, g in enumerate(shown)
+    ]
+    ticks = [{"x": x(t), "label": fmt_signed(t, 2)} for t in (-scale / 1.15, 0.0, scale / 1.15)]
+    return {
+        "rows": rows,
+        "label_w": label_w,
+        "width": PANEL_PLOT,
+        "height": max(1, len(rows)) * ROW_HEIGHT,
+        "x_zero": x(0.0),
+        "ticks": ticks,
+    }
+
+
+def metric_panels(comparison: Comparison) -> list[dict[str, object]]:
+    """One panel per metric, those with a blocking gate first, then review, then the rest (by
+    their lowest Δ); skipped and non-gating gates listed apart, labelled for what they are."""
+    by_metric: dict[str, list[GateResult]] = {}
+    for g in comparison.gates:
+        by_metric.setdefault(g.metric, []).append(g)
+    panels: list[dict[str, object]] = []
+    for name, gates in by_metric.items():
+        gating = [g for g in gates if g.gating and g.decision != "skipped"]
+        worst = min((_RANK[g.decision] for g in gating), default=3)
+        lowest = min((g.delta for g in gating if g.delta is not None), default=0.0)
+        panels.append(
+            {
+                "metric": name,
+                "arrow": "" if gates[0].higher_is_better else " ↓",
+                "worst": ["block", "review", "pass", "skipped"][worst],
+                "counts": {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass")},
+                "plot": _panel_rows(gates) if gating else None,
+                "skipped": [g for g in gates if g.gating and g.decision == "skipped"],
+                "not_gating": [g for g in gates if not g.gating],
+                "note": next((g.note for g in gates if not g.gating and g.note), None),
+                "key": (worst, lowest, name),
+            }
+        )
+    panels.sort(key=lambda p: p["key"])  # type: ignore[arg-type,return-value]
+    return panels
+
+
+def _explorer(comparison: Comparison, paired: PairedCases) -> dict[str, object]:
+    cases: list[ExplorerCase] = explorer_cases(comparison, paired)
+    slice_ids = {key: f"s{i}" for i, key in enumerate(paired.members)}
+    shown = cases[:MAX_CASES]
+    return {
+        "slices": [{"id": sid, "key": key, "n": len(paired.members[key])} for key, sid in slice_ids.items()],
+        "cases": [
+            {
+                "c": c,
+                "slice_ids": " ".join(slice_ids[k] for k in c.slices),
+                "metrics": [
+                    {
+                        "name": m.name,
+                        "arrow": "" if m.higher_is_better else " ↓",
+                        "b": fmt_num(m.baseline),
+                        "c": fmt_num(m.candidate),
+                        "d": fmt_signed(m.d) if m.d is not None else "",
+                        "cls": "" if m.d is None or m.d == 0 else "change-worse" if m.d < 0 else "change-better",
+                        # changed, or scored in one run only: shown; the rest fold away
+                        "moved": m.baseline != m.candidate,
+                    }
+                    for m in c.metrics
+                    if m.baseline is not None or m.candidate is not None
+                ],
+            }
+            for c in shown
+        ],
+        "total": len(cases),
+        "more": len(cases) - len(shown),
+        "changes": {k: sum(1 for c in cases if c.change == k) for k in ("worse", "better", "same")},
+    }
+
+
 def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate: RunArtifact) -> str:
     """The comparison as one self-contained HTML page."""
+    paired = PairedCases(comparison, baseline, candidate)
+    first, rest = attention(comparison, paired)
+    script = _asset("explorer.js")
     return (
         environment(True)
         .get_template("compare.html.j2")
         .render(
             c=comparison,
-            plot=forest_plot(comparison.gates),
+            why=why_line(comparison),
+            tally=tally(comparison),
+            attention=first + rest,
+            icons=DECISION_ICON,
+            short_reason=short_reason,
+            panels=metric_panels(comparison),
+            explorer=_explorer(comparison, paired),
             dists=distributions(
                 {"baseline": baseline, "candidate": candidate}, _metric_order([baseline, candidate])
             ),
@@ -141,6 +249,10 @@ def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate
             fmt_signed=fmt_signed,
             fmt_interval=fmt_interval,
             colours=COLOURS,
+            css=_asset("report.css"),
+            script=script,
+            csp=page_policy(script),
+            level_pct=f"{comparison.settings.interval_confidence * 100:g}%",
         )
     )
 
@@ -155,5 +267,7 @@ def render_run_html(artifact: RunArtifact) -> str:
             summary=artifact.summary,
             dists=distributions({"run": artifact}, _metric_order([artifact])),
             fmt_num=fmt_num,
+            css=_asset("report.css"),
+            csp=page_policy(None),
         )
     )
