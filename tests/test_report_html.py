@@ -41,7 +41,9 @@ def assert_self_contained(text: str, *, script: bool) -> None:
                 assert value and value.startswith("#"), value  # in-page anchors only
     assert "http://" not in text and "https://" not in text
     assert "@import" not in text and "url(" not in text
-    policy = [a["content"] for t, a in tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    policy = [
+        a["content"] for t, a in tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    ]
     assert policy == [page_policy(_script(text) if script else None)]
     assert policy[0].startswith("default-src 'none'; style-src 'sha256-")
 

@@ -151,7 +151,8 @@ def test_family_wise_mode_is_stated():
     text = render_markdown(comparison)
     level = f"{(1 - 0.05 / family) * 100:.4f}".rstrip("0").rstrip(".")
     assert (
-        f"{level}% paired bootstrap per gate: family-wise 95% over {family} gating gates (Bonferroni)" in text
+        f"{level}% percentile paired bootstrap per gate: family-wise 95% over {family} gating gates (Bonferroni)"
+        in text
     )
     assert f"{level}% interval" in text
 

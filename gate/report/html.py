@@ -209,7 +209,11 @@ def _explorer(comparison: Comparison, paired: PairedCases) -> dict[str, object]:
                         "b": fmt_num(m.baseline),
                         "c": fmt_num(m.candidate),
                         "d": fmt_signed(m.d) if m.d is not None else "",
-                        "cls": "" if m.d is None or m.d == 0 else "change-worse" if m.d < 0 else "change-better",
+                        "cls": ""
+                        if m.d is None or m.d == 0
+                        else "change-worse"
+                        if m.d < 0
+                        else "change-better",
                         # changed, or scored in one run only: shown; the rest fold away
                         "moved": m.baseline != m.candidate,
                     }

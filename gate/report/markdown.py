@@ -261,7 +261,9 @@ def _findings(rows: list[_Row]) -> list[_Row]:
     return [row for group in by_metric.values() for row in sorted(group, key=within)]
 
 
-def _table_rows(rows: list[_Row], scale: float, level_pct: str) -> list[dict[str, object]]:
+def _table_rows(
+    rows: list[_Row], scale: float, level_pct: str, default_method: str | None = None
+) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     previous = None
     for row in rows:
@@ -269,7 +271,10 @@ def _table_rows(rows: list[_Row], scale: float, level_pct: str) -> list[dict[str
         metric = " = ".join(row.metrics)
         arrow = "" if g.higher_is_better else " ↓"
         method = _extra(g, "method")
-        needed = _extra(g, "pairs_needed") if _extra(g, "underpowered") else None
+        if method == default_method:
+            method = None  # the header names the configured method; a row says where it differs
+        # More pairs help an inconclusive gate; a pass or a real drop is decided already.
+        needed = _extra(g, "pairs_needed") if _extra(g, "underpowered") and g.decision == "review" else None
         out.append(
             {
                 "first": metric != previous,
@@ -477,11 +482,11 @@ def _render_comparison(
             baseline_age=context.baseline_age or _age(base.created_at, context.now),
             baseline_date=base.created_at[:10],
             candidate_commit=(comparison.candidate.commit or "unknown")[:12],
-            attention=_table_rows(shown_first, scale, level_pct),
-            overflow=_table_rows(overflow, scale, level_pct),
+            attention=_table_rows(shown_first, scale, level_pct, settings.interval),
+            overflow=_table_rows(overflow, scale, level_pct, settings.interval),
             overflow_gates=sum(len(r.gates) for r in overflow),
             more_attention=more_attention,
-            passing=_table_rows(shown_passing, scale, level_pct),
+            passing=_table_rows(shown_passing, scale, level_pct, settings.interval),
             passing_gates=counts["pass"],
             more_passing=more_passing,
             cases=_finding_cases(shown_first + overflow, paired, limits.drops),
