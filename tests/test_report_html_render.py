@@ -88,9 +88,13 @@ def test_report_opens_with_the_decision_and_its_explorer_filters(demo: Path, tmp
     text = "\n".join(m["attentionRows"])
     for g in attention:
         assert any(g.metric in row and g.slice.split("=", 1)[-1] in row for row in m["attentionRows"]), g
-    assert text.count("real drop") == 3  # four blocking gates; two metrics with identical cases share a row
+    blocks = [g for g in attention if g.decision == "block"]
+    assert text.count("real drop") == len(blocks) == 3  # three metrics, each its own row
+    gating = [g for g in comparison.gates if g.gating]
+    counts = [sum(g.decision == d for g in gating) for d in ("block", "review", "pass", "skipped")]
     assert m["countsText"].startswith(
-        f"{len(comparison.gates)} gates: 4 block · 12 review · 73 pass · 65 skipped"
+        f"{len(comparison.gates)} gates: {counts[0]} block · {counts[1]} review · {counts[2]} pass · "
+        f"{counts[3]} skipped · {len(comparison.gates) - len(gating)} not gating"
     )
     assert m["pageWidth"] <= WIDTH
 

@@ -93,23 +93,26 @@ def test_report_contents():
 
 
 def test_identical_metrics_are_shown_once_and_every_count_agrees() -> None:
+    # 0/1 answers: token F1 equals exact match on every case, so both gates have the same numbers
     rows_b, rows_c = [], []
     for i in range(40):
         b = 1.0 if i % 2 else 0.0
         c = 0.0 if i < 16 else b
-        rows_b.append(row(f"c{i:02d}", {"answer.exact_match": b, "echo.exact_match": b}, tags=["topic:x"]))
-        rows_c.append(row(f"c{i:02d}", {"answer.exact_match": c, "echo.exact_match": c}, tags=["topic:x"]))
+        rows_b.append(row(f"c{i:02d}", {"answer.exact_match": b, "answer.token_f1": b}, tags=["topic:x"]))
+        rows_c.append(row(f"c{i:02d}", {"answer.exact_match": c, "answer.token_f1": c}, tags=["topic:x"]))
     base, cand = artifact(meta("b"), rows_b), artifact(meta("c"), rows_c)
     comparison = compare_runs(base, cand, GateConfig())
     text = render_markdown(comparison, baseline=base, candidate=cand)
     blocks = [g for g in comparison.gates if g.decision == "block"]
     assert {(g.metric, g.slice) for g in blocks} == {
-        (m, s) for m in ("answer.exact_match", "echo.exact_match") for s in ("all", "kind=qa", "tags=topic:x")
+        (m, s) for m in ("answer.exact_match", "answer.token_f1") for s in ("all", "kind=qa", "tags=topic:x")
     }
     # six gates, one row: both metrics, the three slices
     assert text.count("❌&nbsp;real&nbsp;drop") == 1
-    assert "**echo.<wbr>exact\\_match = answer.<wbr>exact\\_match**<br>all = kind=qa = tags=topic:x |" in text
+    assert "**answer.<wbr>exact\\_match = answer.<wbr>token\\_f1**<br>all = kind=qa = tags=topic:x |" in text
     assert "9 gates: **6 block** · **0 review** · 3 pass · 0 skipped <sub>" in text
+    # without the runs nothing is grouped: six rows
+    assert render_markdown(comparison).count("❌&nbsp;real&nbsp;drop") == 6
 
 
 def _table_rows(text: str) -> list[str]:
