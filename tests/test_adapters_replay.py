@@ -61,7 +61,15 @@ def test_recorded_parts_and_errors(tmp_path: Path) -> None:
     [
         (['{"id": "a", "answer": '], r"recorded.jsonl:1: malformed JSON"),
         ([{"id": "a"}, {"id": "a"}], r"recorded.jsonl:2: id: duplicate case id 'a' \(first at line 1\)"),
-        ([{"id": "a", "answr": {}}], r"recorded.jsonl:1: answr: unknown key"),
+        ([{"id": "a", "answr": {}}], r"recorded.jsonl:1: answr: unknown key; did you mean answer\?$"),
+        (
+            [{"id": "a", "contexts": ["text"]}],
+            r"recorded.jsonl:1: contexts: unknown key; retrieved chunks are retrieved: \[\{id, text\}, \.\.\.\]$",
+        ),
+        (
+            [{"id": "a", "response": "x"}],
+            r"recorded.jsonl:1: response: unknown key; the pipeline's answer is answer: \{text, citations\?\}$",
+        ),
         ([{"id": "a", "answer": {"citations": []}}], r"recorded.jsonl:1: answer.text: Field required"),
     ],
 )

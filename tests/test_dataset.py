@@ -163,7 +163,7 @@ def test_yaml_errors_name_the_line_of_the_field(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("tags: billing", "contexts: [a, b]"))
     assert load_error(path) == (
         f"{path}:8: contexts: unknown key; retrieved chunks come from the adapter at run time; "
-        "the sources a good retrieval finds are expected_source_ids"
+        f"the sources a good retrieval finds are expected_source_ids{IMPORT}"
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text("- id: a\n  question: [unclosed\n", encoding="utf-8")
@@ -176,21 +176,26 @@ def test_duplicate_ids_in_yaml_name_both_lines(tmp_path: Path) -> None:
     assert load_error(path) == f"{path}:6: id: duplicate case id 'q1' (first at {path}:1)"
 
 
+IMPORT = " (ragproof import converts RAGAS, DeepEval, Hugging Face, BEIR and TREC datasets)"
+
+
 @pytest.mark.parametrize(
     ("field", "hint"),
     [
-        ("ground_truth", "the reference answer is expected_answer"),
-        ("reference", "the reference answer is expected_answer"),
-        ("expected_output", "the reference answer is expected_answer"),
+        ("ground_truth", "the reference answer is expected_answer" + IMPORT),
+        ("reference", "the reference answer is expected_answer" + IMPORT),
+        ("expected_output", "the reference answer is expected_answer" + IMPORT),
         (
             "answer",
-            "the pipeline's answer comes from the adapter at run time; the reference answer is expected_answer",
+            "the pipeline's answer comes from the adapter at run time; the reference answer is expected_answer"
+            + IMPORT,
         ),
         (
             "retrieval_context",
-            "retrieved chunks come from the adapter at run time; the sources a good retrieval finds are expected_source_ids",
+            "retrieved chunks come from the adapter at run time; the sources a good retrieval finds are "
+            "expected_source_ids" + IMPORT,
         ),
-        ("query", "the question is question"),
+        ("query", "the question is question" + IMPORT),
         ("expected_anwser", "did you mean expected_answer?"),
         ("tag", "did you mean tags?"),
     ],

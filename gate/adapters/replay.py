@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -24,6 +25,23 @@ MAX_REPLAY_BYTES = 1_000_000_000
 
 
 class ReplayRecord(StrictModel):
+    # Other tools' names for a recorded output (an exported RAGAS/DeepEval run) and ours.
+    FOREIGN_KEYS: ClassVar[dict[str, str]] = {
+        **dict.fromkeys(
+            ("contexts", "retrieved_contexts", "retrieval_context", "context", "documents"),
+            "retrieved chunks are retrieved: [{id, text}, ...]",
+        ),
+        **dict.fromkeys(
+            ("response", "actual_output", "output", "generated_answer", "prediction"),
+            "the pipeline's answer is answer: {text, citations?}",
+        ),
+        **dict.fromkeys(("case_id", "question_id", "qid"), "the case id is id"),
+        **dict.fromkeys(
+            ("question", "query", "user_input", "input"),
+            "lines are matched to cases by id; the question stays in the dataset",
+        ),
+    }
+
     id: str = Field(min_length=1)
     retrieved: list[Chunk] | None = None
     answer: Answer | None = None

@@ -38,30 +38,34 @@ _RUNTIME_CONTEXT = (
 )
 _QUESTION = "the question is question"
 _SOURCES = "the ids of the chunks or documents that answer the question are expected_source_ids"
+# Appended to the hints for whole datasets of other tools, which need converting, not renaming.
+_IMPORT = " (ragproof import converts RAGAS, DeepEval, Hugging Face, BEIR and TREC datasets)"
+_FOREIGN_GROUPS: dict[str, tuple[str, ...]] = {
+    _REFERENCE: (
+        "ground_truth",
+        "ground_truths",
+        "reference",
+        "reference_answer",
+        "expected_output",
+        "gold_answer",
+        "golden_answer",
+        "target",
+        "label",
+    ),
+    _RUNTIME_ANSWER: ("answer", "response", "actual_output", "output", "prediction"),
+    _RUNTIME_CONTEXT: ("contexts", "context", "retrieval_context", "retrieved_contexts", "documents"),
+    _QUESTION: ("query", "input", "user_input", "prompt"),
+    _SOURCES: (
+        "reference_contexts",
+        "relevant_ids",
+        "relevant_docs",
+        "doc_ids",
+        "expected_ids",
+        "reference_ids",
+    ),
+}
 FOREIGN_CASE_FIELDS: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "ground_truth",
-            "ground_truths",
-            "reference",
-            "reference_answer",
-            "expected_output",
-            "gold_answer",
-            "golden_answer",
-            "target",
-            "label",
-        ],
-        _REFERENCE,
-    ),
-    **dict.fromkeys(["answer", "response", "actual_output", "output", "prediction"], _RUNTIME_ANSWER),
-    **dict.fromkeys(
-        ["contexts", "context", "retrieval_context", "retrieved_contexts", "documents"], _RUNTIME_CONTEXT
-    ),
-    **dict.fromkeys(["query", "input", "user_input", "prompt"], _QUESTION),
-    **dict.fromkeys(
-        ["reference_contexts", "relevant_ids", "relevant_docs", "doc_ids", "expected_ids", "reference_ids"],
-        _SOURCES,
-    ),
+    **{name: hint + _IMPORT for hint, names in _FOREIGN_GROUPS.items() for name in names},
     "type": "the case type is kind (qa, unanswerable or injection)",
     "labels": "labels are tags (a list of strings, name:value or plain)",
 }
