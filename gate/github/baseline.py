@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -167,7 +168,7 @@ def _trusted_runs(
     workflow: str,
     *,
     head_sha: str | None = None,
-):  # type: ignore[no-untyped-def]
+) -> Iterator[WorkflowRun]:
     params: dict[str, object] = {"branch": default_branch, "event": "push", "status": "success"}
     if head_sha:
         params["head_sha"] = head_sha

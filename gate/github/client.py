@@ -33,14 +33,19 @@ NetworkSettings`, for the API and the blob storage alike; ``.netrc`` is never re
 from __future__ import annotations
 
 import email.utils
+import functools
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.connectionpool import ConnectionPool
 from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.response import BaseHTTPResponse
 from urllib3.util.retry import Retry
 
 from gate import __version__
@@ -131,22 +136,31 @@ class GitHubRetry(Retry):
         return status_code == 403 or super().is_retry(method, status_code, has_retry_after)
 
     def increment(
-        self, method: str | None = None, url: str | None = None, response: Any = None, **kw: Any
-    ) -> Any:
-        pool = kw.get("_pool")
-        if response is not None and kw.get("error") is None and response.status in RETRY_STATUSES | {403}:
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> GitHubRetry:
+        def more(retry: Retry) -> GitHubRetry:
+            assert isinstance(retry, GitHubRetry)  # new() keeps the class
+            return retry
+
+        if response is not None and error is None and response.status in RETRY_STATUSES | {403}:
             if not is_rate_limited(response.status, response.headers) and response.status == 403:
-                raise MaxRetryError(pool, url or "", ResponseError("403 without a rate limit"))  # type: ignore[arg-type]
+                raise MaxRetryError(_pool, url or "", ResponseError("403 without a rate limit"))  # type: ignore[arg-type]
             wait = requested_wait(response.headers)
-            new_retry = super().increment(method, url, response=response, **kw)
+            new_retry = more(super().increment(method, url, response, error, _pool, _stacktrace))
             if wait is None:
                 wait = new_retry.get_backoff_time()
             if wait > self.budget.remaining:
-                raise MaxRetryError(pool, url or "", ResponseError(f"would wait {wait:.0f} s more"))  # type: ignore[arg-type]
+                raise MaxRetryError(_pool, url or "", ResponseError(f"would wait {wait:.0f} s more"))  # type: ignore[arg-type]
             self.budget.remaining -= wait
             new_retry.next_wait = wait
             return new_retry
-        return super().increment(method, url, response=response, **kw)
+        return more(super().increment(method, url, response, error, _pool, _stacktrace))
 
     def sleep(self, response: Any = None) -> None:
         if response is None:  # a connection/read error: plain backoff
@@ -330,7 +344,7 @@ class GitHubClient:
                 if attempt < 2 and self._wait_out_headerless_limit(exc.response):
                     continue
                 request = exc.response.request
-                endpoint = f"{request.method} {requests.utils.urlparse(request.url).path}"
+                endpoint = f"{request.method} {urlsplit(request.url or '').path}"
                 raise self._fail(endpoint, permission, exc.response) from None
             except requests.RequestException as exc:
                 raise GitHubAPIError(
@@ -387,7 +401,7 @@ class GitHubClient:
                     f"GitHub API {name}: pagination link leaves {self.api_url}", endpoint=name
                 )
             response = self._send(
-                name, permission, lambda url=next_url: self._transport.request("GET", url, raw=True)
+                name, permission, functools.partial(self._transport.request, "GET", next_url, raw=True)
             )
 
     def download_artifact(self, artifact_id: int, destination: Path, *, max_bytes: int) -> int:

@@ -103,7 +103,9 @@ def _completion(
     messages: list[Message], text: str, data: dict[str, Any], in_key: str, out_key: str
 ) -> Completion:
     """The reply with the provider's token counts, else 4-characters-per-token estimates."""
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     tokens_in, tokens_out = usage.get(in_key), usage.get(out_key)
     if isinstance(tokens_in, int) and isinstance(tokens_out, int):
         return Completion(text, tokens_in, tokens_out, False)

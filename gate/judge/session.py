@@ -22,7 +22,7 @@ import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -39,6 +39,8 @@ from gate.model.config import JudgeConfig
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput
 
+_Reply = TypeVar("_Reply", bound=BaseModel)
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -46,6 +48,12 @@ class Verdict:
 
     reply: BaseModel
     record: dict[str, Any]
+
+    def reply_as(self, kind: type[_Reply]) -> _Reply:
+        """The reply as the model its task validates to (TypeError for any other)."""
+        if not isinstance(self.reply, kind):
+            raise TypeError(f"judge reply is {type(self.reply).__name__}, not {kind.__name__}")
+        return self.reply
 
 
 class JudgeSession:

@@ -66,7 +66,13 @@ class _Accumulator:
             self.values.append(result.value)
 
     def summary(self, higher_is_better: bool, categorical: bool) -> MetricSummary:
-        out = MetricSummary(higher_is_better=higher_is_better, **self.counts)
+        out = MetricSummary(
+            higher_is_better=higher_is_better,
+            scored=self.counts["scored"],
+            skipped=self.counts["skipped"],
+            not_applicable=self.counts["not_applicable"],
+            errored=self.counts["errored"],
+        )
         if categorical or self.labels:
             out.distribution = dict(sorted(self.labels.items()))
         if self.values and not categorical:

@@ -21,7 +21,7 @@ import re
 import string
 from collections import Counter
 
-from gate.metrics.base import ScoringContext, metric
+from gate.metrics.base import Need, ScoringContext, metric
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, MetricResult
 
@@ -127,7 +127,7 @@ def numeric_score(predicted_text: str, expected_text: str, tolerance: float) -> 
 
 # --------------------------------------------------------------------------- metrics
 
-_NEEDS = ("answer", "expected_answer")
+_NEEDS: tuple[Need, ...] = ("answer", "expected_answer")
 
 
 @metric("answer.exact_match", kind="deterministic", needs=_NEEDS)
@@ -136,7 +136,7 @@ def answer_exact_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> M
     expected = normalize_answer(case.expected_answer or "")
     if not expected:
         return MetricResult.skipped(REASON_EMPTY_EXPECTED)
-    return MetricResult.scored(1.0 if normalize_answer(output.answer.text) == expected else 0.0)
+    return MetricResult.scored(1.0 if normalize_answer(output.answer_text) == expected else 0.0)
 
 
 @metric("answer.token_f1", kind="deterministic", needs=_NEEDS)
@@ -145,13 +145,13 @@ def answer_token_f1(case: Case, output: CaseOutput, ctx: ScoringContext) -> Metr
     expected = answer_tokens(case.expected_answer or "")
     if not expected:
         return MetricResult.skipped(REASON_EMPTY_EXPECTED)
-    return MetricResult.scored(token_f1_of_tokens(answer_tokens(output.answer.text), expected))
+    return MetricResult.scored(token_f1_of_tokens(answer_tokens(output.answer_text), expected))
 
 
 @metric("answer.numeric_match", kind="deterministic", needs=_NEEDS)
 def answer_numeric_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Fraction of the expected answer's numbers found in the answer within the relative tolerance."""
-    value = numeric_score(output.answer.text, case.expected_answer or "", ctx.numeric_tolerance)
+    value = numeric_score(output.answer_text, case.expected_answer or "", ctx.numeric_tolerance)
     if value is None:
         return MetricResult.skipped(REASON_NO_EXPECTED_NUMBER)
     return MetricResult.scored(value)

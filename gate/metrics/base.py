@@ -20,10 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, MetricResult
+
+if TYPE_CHECKING:
+    # Only the type: the session (HTTP client, templates) loads with the first judge.
+    from gate.judge.session import JudgeSession
 
 MetricKind = Literal["deterministic", "heuristic", "judge"]
 Need = Literal["retrieve", "expected_source_ids", "answer", "expected_answer", "context", "judge"]
@@ -46,10 +50,16 @@ class ScoringContext:
     document_id_key: str = "document_id"
     ndcg_gain: Literal["linear", "exp2"] = "linear"
     numeric_tolerance: float = 0.01
-    # A gate.judge client when a judge is configured, else None (judge metrics skip).
-    judge: Any | None = None
+    # The run's judge session when a judge is configured, else None (judge metrics skip).
+    judge: JudgeSession | None = None
     # Free-form extras for metrics that need run-level settings (e.g. composite weights).
     extras: dict[str, Any] = field(default_factory=dict)
+
+    def judge_session(self) -> JudgeSession:
+        """The judge, for metrics that declare ``needs=("judge",)`` (skipped before compute without one)."""
+        if self.judge is None:
+            raise ValueError("judge_session() without a judge: declare needs=('judge',)")
+        return self.judge
 
 
 ComputeFn = Callable[[Case, CaseOutput, ScoringContext], MetricResult]

@@ -46,14 +46,14 @@ def aggregate(values: Mapping[str, float | None], weights: Mapping[str, float]) 
     >>> round(a, 4), round(g, 4)
     (0.57, 0.2863)
     """
-    defined = {name: values[name] for name in weights if values.get(name) is not None}
+    defined: dict[str, float] = {name: v for name in weights if (v := values.get(name)) is not None}
     total = sum(weights[name] for name in defined)
     if not defined or total <= 0:
         return None
-    arithmetic = sum(weights[name] * v for name, v in defined.items()) / total  # type: ignore[operator]
-    if any(v <= 0 for v in defined.values()):  # type: ignore[operator]
+    arithmetic = sum(weights[name] * v for name, v in defined.items()) / total
+    if any(v <= 0 for v in defined.values()):
         return arithmetic, 0.0
-    geometric = math.exp(sum(weights[name] * math.log(v) for name, v in defined.items()) / total)  # type: ignore[arg-type]
+    geometric = math.exp(sum(weights[name] * math.log(v) for name, v in defined.items()) / total)
     return arithmetic, geometric
 
 

@@ -27,10 +27,10 @@ normalisation). Where the lexical peer scores an empty input as 0, these skip wi
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gate.metrics.answer import REASON_EMPTY_EXPECTED, answer_tokens, numeric_score, token_f1_of_tokens
-from gate.metrics.base import ScoringContext, metric
+from gate.metrics.base import ComputeFn, Need, ScoringContext, metric
 from gate.metrics.robustness import detect_refusal
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, Chunk, MetricResult
@@ -76,27 +76,38 @@ def _chunk_f1s(chunks: Sequence[Chunk], expected: list[str]) -> list[float]:
     return [token_f1_of_tokens(answer_tokens(c.text), expected) for c in chunks]
 
 
-_DIAGNOSTIC = {"kind": "heuristic", "applies_to": ("qa",), "gate_by_default": False}
+def _diagnostic(
+    name: str, *, needs: tuple[Need, ...], categorical: bool = False
+) -> Callable[[ComputeFn], ComputeFn]:
+    """Register a diagnostic: heuristic, qa cases only, shown but not gated by default."""
+    return metric(
+        name,
+        kind="heuristic",
+        applies_to=("qa",),
+        gate_by_default=False,
+        needs=needs,
+        categorical=categorical,
+    )
 
 
-@metric("diagnostics.lexical_faithfulness", needs=("answer", "context"), **_DIAGNOSTIC)
+@_diagnostic("diagnostics.lexical_faithfulness", needs=("answer", "context"))
 def lexical_faithfulness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Mean over answer sentences (4+ words) of the best token F1 against a context chunk."""
-    if not output.answer.text.strip():
+    if not output.answer_text.strip():
         return MetricResult.skipped(REASON_EMPTY_ANSWER)
     chunks = output.context_chunks() or []
     if not chunks:
         return MetricResult.skipped(REASON_EMPTY_CONTEXT)
-    value = faithfulness_value(output.answer.text, chunks)
+    value = faithfulness_value(output.answer_text, chunks)
     if value is None:
         return MetricResult.skipped(REASON_NO_LONG_SENTENCE)
     return MetricResult.scored(value)
 
 
-@metric("diagnostics.lexical_answer_relevance", needs=("answer",), **_DIAGNOSTIC)
+@_diagnostic("diagnostics.lexical_answer_relevance", needs=("answer",))
 def lexical_answer_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Token F1 between the answer and the question."""
-    answer = answer_tokens(output.answer.text)
+    answer = answer_tokens(output.answer_text)
     if not answer:
         return MetricResult.skipped(REASON_ANSWER_NO_TOKENS)
     question = answer_tokens(case.question)
@@ -115,7 +126,7 @@ def _context_and_expected(case: Case, output: CaseOutput) -> tuple[list[Chunk], 
     return chunks, expected
 
 
-@metric("diagnostics.lexical_context_precision", needs=("context", "expected_answer"), **_DIAGNOSTIC)
+@_diagnostic("diagnostics.lexical_context_precision", needs=("context", "expected_answer"))
 def lexical_context_precision(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Fraction of context chunks with token F1 >= 0.10 against the expected answer."""
     inputs = _context_and_expected(case, output)
@@ -125,7 +136,7 @@ def lexical_context_precision(case: Case, output: CaseOutput, ctx: ScoringContex
     return MetricResult.scored(sum(1 for f in f1s if f >= CHUNK_RELEVANCE_THRESHOLD) / len(f1s))
 
 
-@metric("diagnostics.lexical_context_recall", needs=("context", "expected_answer"), **_DIAGNOSTIC)
+@_diagnostic("diagnostics.lexical_context_recall", needs=("context", "expected_answer"))
 def lexical_context_recall(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Token F1 between the joined context chunks and the expected answer."""
     inputs = _context_and_expected(case, output)
@@ -162,12 +173,7 @@ def classify_failure(
     return WRONG_EXTRACTION
 
 
-@metric(
-    "diagnostics.failure_category",
-    needs=("answer", "expected_answer", "context"),
-    categorical=True,
-    **_DIAGNOSTIC,
-)
+@_diagnostic("diagnostics.failure_category", needs=("answer", "expected_answer", "context"), categorical=True)
 def failure_category(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """The most upstream failure of a qa case, as a label (refusal ... correct)."""
     expected = case.expected_answer or ""
@@ -175,5 +181,5 @@ def failure_category(case: Case, output: CaseOutput, ctx: ScoringContext) -> Met
         return MetricResult.skipped(REASON_EMPTY_EXPECTED)
     chunks = output.context_chunks() or []
     return MetricResult.category(
-        classify_failure(output.answer.text, expected, chunks, ctx.numeric_tolerance)
+        classify_failure(output.answer_text, expected, chunks, ctx.numeric_tolerance)
     )

@@ -37,5 +37,5 @@ def citation_validity(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
 def echo_exact_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """1.0 when the answer text equals the expected answer after stripping surrounding whitespace."""
     return MetricResult.scored(
-        1.0 if output.answer.text.strip() == (case.expected_answer or "").strip() else 0.0
+        1.0 if output.answer_text.strip() == (case.expected_answer or "").strip() else 0.0
     )

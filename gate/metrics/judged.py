@@ -31,6 +31,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gate.core.errors import JudgeError
+from gate.judge.replies import (
+    AnswerRelevanceReply,
+    CitationSupportReply,
+    ClaimsReply,
+    CompletenessReply,
+    ContextRecallReply,
+    ContextRelevanceReply,
+    FaithfulnessReply,
+)
 from gate.judge.templates import neutralise
 from gate.metrics.base import ScoringContext, metric
 from gate.metrics.generation import REASON_NO_CITATIONS, cited_ids
@@ -53,12 +62,12 @@ def context_payload(output: CaseOutput) -> list[dict[str, str]]:
 
 
 def _answer_text(output: CaseOutput) -> str:
-    return output.answer.text if output.answer is not None else ""
+    return output.answer_text if output.answer is not None else ""
 
 
 def _ask(ctx: ScoringContext, task: str, inputs: dict[str, Any]) -> Verdict | MetricResult:
     try:
-        return ctx.judge.ask(task, inputs)
+        return ctx.judge_session().ask(task, inputs)
     except JudgeError as exc:
         return MetricResult.judge_error(str(exc), judge=exc.judge or None)
 
@@ -79,7 +88,7 @@ def _supported_claims(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
     verdict = _ask(ctx, "claims", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
-    return _fraction([c.supported for c in verdict.reply.claims], verdict, REASON_NO_CLAIMS)
+    return _fraction([c.supported for c in verdict.reply_as(ClaimsReply).claims], verdict, REASON_NO_CLAIMS)
 
 
 @metric("generation.groundedness", kind="judge", needs=("answer", "context", "judge"))
@@ -120,25 +129,33 @@ def citation_support(case: Case, output: CaseOutput, ctx: ScoringContext) -> Met
     verdict = _ask(ctx, "citation_support", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
-    verdicts = _verdict_map([(v.chunk_id, v.supported) for v in verdict.reply.verdicts])
+    verdicts = _verdict_map(
+        [(v.chunk_id, v.supported) for v in verdict.reply_as(CitationSupportReply).verdicts]
+    )
     supported = sum(1 for cid in judged if verdicts.get(neutralise(cid)) is True)
     missing = [cid for cid in judged if neutralise(cid) not in verdicts]
     record = _record(verdict, not_in_context=not_in_context, missing_verdicts=missing)
     return MetricResult.scored(supported / len(cited), judge=record)
 
 
-def _band(task: str, bands: dict[str, float], inputs: dict[str, Any], ctx: ScoringContext) -> MetricResult:
+def _band(
+    task: str,
+    reply: type[AnswerRelevanceReply] | type[CompletenessReply],
+    bands: dict[str, float],
+    inputs: dict[str, Any],
+    ctx: ScoringContext,
+) -> MetricResult:
     verdict = _ask(ctx, task, inputs)
     if isinstance(verdict, MetricResult):
         return verdict
-    return MetricResult.scored(bands[verdict.reply.verdict], judge=_record(verdict))
+    return MetricResult.scored(bands[verdict.reply_as(reply).verdict], judge=_record(verdict))
 
 
 @metric("generation.answer_relevance", kind="judge", needs=("answer", "judge"))
 def answer_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Three bands: relevant 1.0, partial 0.5, irrelevant 0.0 (one judge call)."""
     inputs = {"question": case.question, "answer": _answer_text(output)}
-    return _band("answer_relevance", ANSWER_RELEVANCE_BANDS, inputs, ctx)
+    return _band("answer_relevance", AnswerRelevanceReply, ANSWER_RELEVANCE_BANDS, inputs, ctx)
 
 
 @metric("generation.completeness", kind="judge", needs=("answer", "expected_answer", "judge"))
@@ -149,7 +166,7 @@ def completeness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricR
         "expected_answer": case.expected_answer,
         "answer": _answer_text(output),
     }
-    return _band("completeness", COMPLETENESS_BANDS, inputs, ctx)
+    return _band("completeness", CompletenessReply, COMPLETENESS_BANDS, inputs, ctx)
 
 
 @metric("judge.context_recall", kind="judge", needs=("expected_answer", "context", "judge"))
@@ -163,7 +180,9 @@ def context_recall(case: Case, output: CaseOutput, ctx: ScoringContext) -> Metri
     verdict = _ask(ctx, "context_recall", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
-    return _fraction([c.covered for c in verdict.reply.claims], verdict, REASON_NO_REFERENCE_CLAIMS)
+    return _fraction(
+        [c.covered for c in verdict.reply_as(ContextRecallReply).claims], verdict, REASON_NO_REFERENCE_CLAIMS
+    )
 
 
 @metric(
@@ -186,7 +205,9 @@ def context_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
     verdict = _ask(ctx, "context_relevance", {"question": case.question, "context": context})
     if isinstance(verdict, MetricResult):
         return verdict
-    verdicts = _verdict_map([(v.chunk_id, v.relevant) for v in verdict.reply.verdicts])
+    verdicts = _verdict_map(
+        [(v.chunk_id, v.relevant) for v in verdict.reply_as(ContextRelevanceReply).verdicts]
+    )
     flags = [verdicts.get(neutralise(chunk["id"])) is True for chunk in context]
     return MetricResult.scored(sum(flags) / len(flags), judge=_record(verdict))
 
@@ -198,7 +219,7 @@ def faithfulness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricR
     verdict = _ask(ctx, "faithfulness", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
-    claims = verdict.reply.claims
+    claims = verdict.reply_as(FaithfulnessReply).claims
     if not claims:
         return MetricResult.not_applicable(REASON_NO_CLAIMS, judge=_record(verdict))
     return MetricResult.scored(1.0 if all(c.entailed for c in claims) else 0.0, judge=_record(verdict))

@@ -36,7 +36,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gate.metrics.base import ScoringContext, metric
+from gate.metrics.base import Need, ScoringContext, metric
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, Chunk, MetricResult
 
@@ -250,7 +250,9 @@ def matched_ranking(
 
     ``document_id_key`` names the metadata key holding a chunk's document id (``document`` mode).
     """
-    grades: dict[Hashable, float] | None = dict(case.relevance) if case.relevance else None
+    grades: dict[Hashable, float] | None = (
+        {k: v for k, v in case.relevance.items()} if case.relevance else None
+    )
     if source_match == "chunk":
         return MatchedRanking([c.id for c in chunks], set(case.expected_source_ids), grades)
     if source_match == "document":
@@ -267,7 +269,7 @@ def matched_ranking(
 REASON_NO_POSITIVE_GRADE = "case relevance gives no id a positive grade"
 
 _RETRIEVAL_KINDS = ("qa", "injection")  # unanswerable cases have nothing to retrieve
-_NEEDS = ("retrieve", "expected_source_ids")
+_NEEDS: tuple[Need, ...] = ("retrieve", "expected_source_ids")
 
 
 def _scores(case: Case, output: CaseOutput, ctx: ScoringContext) -> RetrievalScores:

@@ -56,7 +56,7 @@ class AdapterConfig(StrictModel):
     headers_from_env: dict[str, str] = Field(default_factory=dict)
     # http/command: which calls the pipeline exposes (retrieval-only or answer-only pipelines)
     methods: list[Literal["retrieve", "answer"]] = Field(
-        default_factory=lambda: ["retrieve", "answer"], min_length=1
+        default_factory=lambda: list[Literal["retrieve", "answer"]](["retrieve", "answer"]), min_length=1
     )
     # command: long-lived process speaking JSON lines on stdin/stdout
     command: list[str] | None = None

@@ -46,6 +46,17 @@ class CaseOutput(BaseModel):
     supports_retrieve: bool = False
     supports_answer: bool = False
 
+    @property
+    def answer_text(self) -> str:
+        """The answer's text, for metrics that declare ``needs=("answer",)``.
+
+        The registry skips such a metric ("adapter produced no answer") before computing it,
+        so reaching this without an answer is a programming error.
+        """
+        if self.answer is None:
+            raise ValueError("answer_text read without an answer: declare needs=('answer',)")
+        return self.answer.text
+
     def context_chunks(self) -> list[Chunk] | None:
         """Context for generation metrics: the answer's own chunks, else retrieve()'s, else None."""
         if self.answer is not None and self.answer.retrieved_chunks is not None:

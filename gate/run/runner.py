@@ -233,7 +233,7 @@ async def _run_loop(
         stop.set()
 
     handled: list[int] = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (int(signal.SIGINT), int(signal.SIGTERM)):
         try:
             loop.add_signal_handler(signum, on_signal, signum)
             handled.append(signum)
@@ -271,7 +271,8 @@ async def _run_loop(
         workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(pending))))]
         all_done = asyncio.gather(*workers)
         stopped = asyncio.create_task(stop.wait())
-        await asyncio.wait({all_done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        racing: list[asyncio.Future[Any]] = [all_done, stopped]
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
         if not all_done.done():
             for task in workers:
                 task.cancel()
