@@ -14,7 +14,7 @@ import pytest
 from github_helpers import GOOD, ActionRun, make_workspace, run_action, write_run
 from servers.github_server import GitHubServer, GitHubState, minimal_pull, zip_directory
 
-from gate.github.models import EventPayload, WorkflowRun
+from gate.github.models import Artifact, CheckRun, EventPayload, IssueComment, PullRequest, WorkflowRun
 
 WEBHOOKS = Path(__file__).resolve().parent / "data" / "github" / "webhooks"
 EXAMPLES = sorted(p.name for p in WEBHOOKS.glob("*.json"))
@@ -52,6 +52,30 @@ def test_a_run_pull_request_is_the_short_form_github_sends() -> None:
     # GitHub's schema lets pull_requests be null.
     nulled = {**example("workflow_run.completed.json")["workflow_run"], "pull_requests": None}
     assert WorkflowRun.model_validate(nulled).pull_requests == []
+
+
+def test_models_require_only_what_the_action_reads() -> None:
+    pull = PullRequest.model_validate({"number": 2, "head": {"sha": "a1", "ref": "changes", "repo": None}})
+    assert (pull.number, pull.head.sha, pull.head.repo, pull.base, pull.state) == (
+        2,
+        "a1",
+        None,
+        None,
+        "open",
+    )
+    run = WorkflowRun.model_validate(
+        {
+            "id": 1,
+            "event": "push",
+            "head_sha": "a1",
+            "created_at": "2026-03-01T00:00:00Z",
+            "head_repository": None,
+        }
+    )
+    assert (run.pull_requests, run.head_repository, run.path, run.conclusion) == ([], None, None, None)
+    assert Artifact.model_validate({"id": 3, "name": "ragproof-run", "workflow_run": None}).expired is False
+    assert IssueComment.model_validate({"id": 4, "user": None, "body": None}).user is None  # a ghost
+    assert CheckRun.model_validate({"html_url": None}).id is None
 
 
 def _world(event: dict[str, Any], *, base_sha: str, head_sha: str | None, workflow: str) -> GitHubState:
@@ -181,6 +205,8 @@ def test_workflow_run_of_a_same_repository_pull_request_is_gated(tmp_path: Path)
     candidate = zip_directory(write_run(tmp_path / "pr-run", GOOD, commit=head, run_id="pr"))
     state.add_artifact(trigger, "ragproof-run", candidate)
     run = next(r for r in state.runs if r["id"] == trigger)
+    # GitHub's example names the workflow file with a ref; the baseline workflow is the file.
+    run["path"] = ".github/workflows/candidate.yml@main"
     assert run["pull_requests"] == [minimal_pull(pull)]
     assert set(run["pull_requests"][0]["head"]["repo"]) == {"id", "url", "name"}
     event = {"action": "completed", "workflow_run": run, "repository": state.repository()}

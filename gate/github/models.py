@@ -62,7 +62,7 @@ class PullRequest(_GitHubModel):
     state: str = "open"
     html_url: str | None = None
     head: GitRef
-    base: GitRef
+    base: GitRef | None = None  # not read by the action
 
 
 class RunPullRequest(_GitHubModel):
@@ -146,7 +146,7 @@ class IssueComment(_GitHubModel):
 
 
 class CheckRun(_GitHubModel):
-    id: int
+    id: int | None = None
     html_url: str | None = None
     conclusion: str | None = None
 
