@@ -207,3 +207,47 @@ def test_a_value_from_the_environment_names_no_line(tmp_path: Path) -> None:
     assert _error(tmp_path, text, {"RAGPROOF_JUDGE_PROVIDER": "azure"}) == (
         ": judge.provider: Input should be 'openai' or 'anthropic'"
     )
+
+
+@pytest.mark.parametrize(
+    ("gate", "message"),
+    [
+        (
+            "  slices: [kind, tag]\n",
+            ":4: gate.slices.1: unknown slice dimension 'tag'; did you mean tags? "
+            "(expected kind, tags, tags:NAME or metadata.FIELD)",
+        ),
+        (
+            "  slices:\n    - kind\n    - metdata.lang\n",
+            ":6: gate.slices.1: unknown slice dimension 'metdata.lang'; did you mean metadata.lang? "
+            "(expected kind, tags, tags:NAME or metadata.FIELD)",
+        ),
+        (
+            "  slices: [kind, tags]\n  gate_slices: ['tags:']\n",
+            ":5: gate.gate_slices.0: unknown slice dimension 'tags:'; did you mean tags? (expected kind, "
+            "tags, tags:NAME or metadata.FIELD)",
+        ),
+        (
+            "  cluster_by: metdata.document_id\n",
+            ":4: gate.cluster_by: unknown case field 'metdata.document_id'; did you mean "
+            "metadata.document_id? (expected metadata.FIELD, kind, tags, question, expected_answer)",
+        ),
+        (
+            "  cluster_by: document_id\n",
+            ":4: gate.cluster_by: unknown case field 'document_id' (expected metadata.FIELD, kind, tags, "
+            "question, expected_answer)",
+        ),
+    ],
+)
+def test_slice_dimensions_and_the_cluster_field_are_checked_before_the_run(
+    tmp_path: Path, gate: str, message: str
+) -> None:
+    assert _error(tmp_path, MINIMAL + "gate:\n" + gate) == message
+
+
+def test_valid_slice_dimensions_and_cluster_fields_load(tmp_path: Path) -> None:
+    text = (
+        MINIMAL + "gate:\n  slices: [kind, tags, 'tags:topic', metadata.lang]\n  cluster_by: metadata.doc\n"
+    )
+    gate = _load(tmp_path, text).gate
+    assert (gate.slices, gate.cluster_by) == (["kind", "tags", "tags:topic", "metadata.lang"], "metadata.doc")

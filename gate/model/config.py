@@ -15,11 +15,12 @@ import hashlib
 import json
 from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from gate.core.errors import UsageError, location, read_text_file, validated, yaml_problem
 from gate.core.strict import StrictModel
@@ -114,6 +115,54 @@ class JudgeConfig(StrictModel):
     max_output_tokens: int = Field(default=1024, ge=16, le=100_000)
 
 
+def _dotted_hint(name: str, choices: list[str]) -> str:
+    """The "did you mean" suffix for ``name`` among ``choices`` (also for a misspelt ``metadata.``)."""
+    head, dot, rest = name.partition(".")
+    if dot and rest and head != "metadata" and did_you_mean(head, ["metadata"]):
+        return f"; did you mean metadata.{rest}?"
+    hint = did_you_mean(name, choices)
+    return f"; {hint}" if hint else ""
+
+
+def _slice_dimension(dimension: str) -> str:
+    """A slice dimension: ``kind``, ``tags``, ``tags:NAME`` or ``metadata.FIELD`` (else an error now,
+    not after the run: the summary would fail on it)."""
+    named_tag = dimension.startswith("tags:") and len(dimension) > len("tags:")
+    metadata_field = dimension.startswith("metadata.") and len(dimension) > len("metadata.")
+    if dimension in ("kind", "tags") or named_tag or metadata_field:
+        return dimension
+    raise PydanticCustomError(
+        "slice_dimension",
+        "unknown slice dimension {dimension}{hint} (expected kind, tags, tags:NAME or metadata.FIELD)",
+        {"dimension": repr(dimension), "hint": _dotted_hint(dimension, ["kind", "tags"])},
+    )
+
+
+# Row fields a bootstrap cluster may be formed by (besides metadata.FIELD).
+CLUSTER_FIELDS = ("kind", "tags", "question", "expected_answer")
+
+
+def _cluster_field(field: str) -> str:
+    """``metadata.FIELD`` or a case field of :data:`CLUSTER_FIELDS`: a misspelt one would make every
+    case its own cluster, i.e. silently no clustering."""
+    head, dot, rest = field.partition(".")
+    if (head == "metadata" and dot and rest) or (field in CLUSTER_FIELDS):
+        return field
+    raise PydanticCustomError(
+        "case_field",
+        "unknown case field {field}{hint} (expected metadata.FIELD, {fields})",
+        {
+            "field": repr(field),
+            "hint": _dotted_hint(field, list(CLUSTER_FIELDS)),
+            "fields": ", ".join(CLUSTER_FIELDS),
+        },
+    )
+
+
+SliceDimension = Annotated[str, AfterValidator(_slice_dimension)]
+ClusterField = Annotated[str, AfterValidator(_cluster_field)]
+
+
 class GateMetricConfig(StrictModel):
     margin: float | None = Field(default=None, ge=0)
     min: float | None = None
@@ -130,11 +179,11 @@ class GateConfig(StrictModel):
     min_pairs: int = Field(default=10, ge=1)
     interval: Literal["percentile", "bca"] = "percentile"
     # slice dimensions shown in reports: "kind", "tags", or "tags:NAME" / "metadata.FIELD"
-    slices: list[str] = Field(default_factory=lambda: ["kind", "tags"])
+    slices: list[SliceDimension] = Field(default_factory=lambda: ["kind", "tags"])
     # slice dimensions that gate (default: all shown ones)
-    gate_slices: list[str] | None = None
+    gate_slices: list[SliceDimension] | None = None
     # case field whose values form clusters for the bootstrap, e.g. metadata.document_id
-    cluster_by: str | None = None
+    cluster_by: ClusterField | None = None
     family_wise: bool = False
     fail_on: Literal["block", "review", "never"] = "block"
     # metrics that gate: "all" gates every scored, non-diagnostic metric
