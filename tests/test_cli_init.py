@@ -57,7 +57,7 @@ def test_init_then_validate_and_run_pass_with_the_installed_frameworks_stub(
     assert (
         valid.stdout.startswith("ok: ragproof.yaml: 4 cases (dataset sha256 ")
         # a python target is imported and its methods named
-        and f"adapter {framework}{' (retrieve and answer)' if framework == 'python' else ''}," in valid.stdout
+        and f"adapter {framework} (retrieve and answer)," in valid.stdout
     )
     run = ragproof("run", "--no-progress", cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stderr

@@ -204,3 +204,22 @@ def test_llamaindex_retrievers_get_run_k_and_haystack_ambiguity_is_named(tmp_pat
         tmp_path, type="haystack", target="hs_fixtures:two", documents_output="second.documents"
     )
     assert (second.supports_retrieve, second.supports_answer) == (True, False)
+
+
+def test_validate_builds_the_framework_pipeline(tmp_path: Path) -> None:
+    require("haystack")
+    (tmp_path / "hs_fixtures.py").write_text(HAYSTACK_FIXTURES, encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text('{"id": "c1", "question": "page?"}\n', encoding="utf-8")
+    config = {"dataset": "cases.jsonl", "adapter": {"type": "haystack", "target": "hs_fixtures:two"}}
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("validate", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        64,
+        "ragproof: error: adapter.documents_output: several components give a 'documents' output "
+        "(first.documents, second.documents); name one\n",
+    )
+    config["adapter"]["documents_output"] = "second.documents"
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("validate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ", adapter haystack (retrieve), " in done.stdout

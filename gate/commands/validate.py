@@ -4,7 +4,9 @@ Without ``--smoke`` no pipeline method is called: the config and dataset are val
 names against the registry), the adapter is checked statically (a URL's shape, a program on
 PATH, a replay file against the dataset) and a ``python`` target is imported -- its module and
 constructor run -- to check that ``retrieve(question, k)`` / ``answer(question)`` exist and can
-be called with those arguments.
+be called with those arguments. A ``langchain`` / ``llamaindex`` / ``haystack`` target is
+imported the same way and its pipeline built: an object of the wrong kind, or a Haystack graph
+whose inputs or outputs are ambiguous, is refused here.
 
 ``--smoke N`` then runs the first N cases end to end, as ``run`` would (adapter, metrics, judge
 and its cache), into a temporary directory that is removed afterwards: a short table per case,
@@ -61,12 +63,28 @@ def _check_python_target(config: Config, env: Environment) -> str:
         raise UsageError(f"adapter.target: {target!r} ({type(pipeline).__name__}): {'; '.join(problems)}")
     for note in notes:
         _warn(f"adapter.target: {target!r} ({type(pipeline).__name__}) has {note}")
+    return _exposed(pipeline)
+
+
+def _exposed(pipeline: object) -> str:
     exposed = [name for name in ("retrieve", "answer") if callable(getattr(pipeline, name, None))]
     return f" ({' and '.join(exposed)})"
 
 
+def _check_framework_target(config: Config, env: Environment) -> str:
+    """Import a framework adapter's target and build its pipeline: a wrong object, or a Haystack
+    graph whose inputs and outputs are ambiguous, is a UsageError here rather than in every case."""
+    from gate.adapters.frameworks import framework_pipeline
+    from gate.adapters.python import load_framework_object
+
+    adapter = config.adapter
+    assert adapter.target is not None
+    target = load_framework_object(adapter.target, [config.base_dir, env.cwd])
+    return _exposed(framework_pipeline(adapter.type, target, adapter, config.run.k))
+
+
 def run(args: argparse.Namespace, env: Environment) -> int:
-    from gate.adapters import check_adapter
+    from gate.adapters import FRAMEWORK_PACKAGES, check_adapter
     from gate.model.dataset import load_dataset
     from gate.run.scoring import select_metrics
 
@@ -75,7 +93,12 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     metric_names = select_metrics(config.run.metrics)
     for warning in check_adapter(config, env, [case.id for case in dataset.cases]):
         _warn(warning)
-    methods = _check_python_target(config, env) if config.adapter.type == "python" else ""
+    if config.adapter.type == "python":
+        methods = _check_python_target(config, env)
+    elif config.adapter.type in FRAMEWORK_PACKAGES:
+        methods = _check_framework_target(config, env)
+    else:
+        methods = ""
     print(
         f"ok: {args.config}: {count(len(dataset), 'case')} (dataset sha256 {dataset.sha256[:12]}), "
         f"adapter {config.adapter.type}{methods}, {len(metric_names)} metrics"
