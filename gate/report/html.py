@@ -70,13 +70,13 @@ def distributions(runs: dict[str, RunArtifact], metrics: Iterable[str]) -> list[
     """Per-metric histograms of scored values for each run, on a shared range and height."""
     out = []
     for name in metrics:
-        values = {
+        values: dict[str, list[float]] = {
             role: [
-                r.metrics[name].value
+                value
                 for r in art.rows
                 if name in r.metrics
                 and r.metrics[name].status == "scored"
-                and r.metrics[name].value is not None
+                and (value := r.metrics[name].value) is not None
             ]
             for role, art in runs.items()
         }
