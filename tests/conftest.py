@@ -1,10 +1,46 @@
-"""Fixtures shared by every test module."""
+"""Fixtures shared by every test module: the test servers on 127.0.0.1, the golden-file switch.
+
+``python -m pytest --update-golden`` rewrites the golden files (and the README's screenshot of
+the demo's comment) from what the code renders now; review the diff before committing it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from github_helpers import pull_request_server
+from servers.github_server import GitHubServer
+from servers.judge_server import JudgeServer
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="rewrite golden files and the README screenshot from the current output",
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """True under ``--update-golden``: a golden test writes what it rendered instead of comparing."""
+    return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture
+def pr_server() -> Iterator[GitHubServer]:
+    """The GitHub API test server holding one open pull request (see github_helpers)."""
+    with pull_request_server() as srv:
+        yield srv
+
+
+@pytest.fixture
+def judge_server() -> Iterator[JudgeServer]:
+    """An OpenAI-compatible judge test server with its default responder."""
+    with JudgeServer() as srv:
+        yield srv
 
 
 @pytest.fixture(autouse=True)

@@ -1,30 +1,21 @@
-"""The check run against the GitHub test server; output capped below GitHub's limit."""
+"""The check run against the GitHub test pr_server; output capped below GitHub's limit."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from github_helpers import client_for, pull_request_server
+from github_helpers import client_for
 from servers.github_server import GitHubServer
 
 from gate.github.checks import CONCLUSION_OF_DECISION, OUTPUT_LIMIT, create_check_run, fit
-
-
-@pytest.fixture
-def server() -> Iterator[GitHubServer]:
-    with pull_request_server() as srv:
-        yield srv
 
 
 def test_conclusions_of_decisions() -> None:
     assert CONCLUSION_OF_DECISION == {"pass": "success", "review": "neutral", "block": "failure"}
 
 
-def test_check_run_is_completed_on_the_head_sha_with_capped_output(server: GitHubServer) -> None:
+def test_check_run_is_completed_on_the_head_sha_with_capped_output(pr_server: GitHubServer) -> None:
     long = "| row |\n" * 20_000  # 160,000 characters
     result = create_check_run(
-        client_for(server),
+        client_for(pr_server),
         name="ragproof",
         head_sha="a1" * 20,
         conclusion="failure",
@@ -33,7 +24,7 @@ def test_check_run_is_completed_on_the_head_sha_with_capped_output(server: GitHu
         text=long,
     )
     assert result.created
-    (run,) = server.state.check_runs
+    (run,) = pr_server.state.check_runs
     assert run["head_sha"] == "a1" * 20 and run["status"] == "completed" and run["conclusion"] == "failure"
     for part in ("summary", "text"):
         assert len(run["output"][part]) < OUTPUT_LIMIT

@@ -1,11 +1,8 @@
-"""The sticky comment against the GitHub test server: one per check name, updated in place."""
+"""The sticky comment against the GitHub test pr_server: one per check name, updated in place."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from github_helpers import client_for, pull_request_server
+from github_helpers import client_for
 from servers.github_server import GitHubServer
 
 from gate.github.checks import create_check_run
@@ -14,47 +11,41 @@ from gate.github.comment import find_comment, marker, upsert_comment
 HUMAN = {"login": "mallory", "type": "User"}
 
 
-@pytest.fixture
-def server() -> Iterator[GitHubServer]:
-    with pull_request_server() as srv:
-        yield srv
-
-
-def test_created_then_updated_in_place_behind_several_pages(server: GitHubServer) -> None:
+def test_created_then_updated_in_place_behind_several_pages(pr_server: GitHubServer) -> None:
     for i in range(5):
-        server.state.add_comment(7, f"chatter {i}", HUMAN)
-    first = upsert_comment(client_for(server), 7, "ragproof", "## report v1")
+        pr_server.state.add_comment(7, f"chatter {i}", HUMAN)
+    first = upsert_comment(client_for(pr_server), 7, "ragproof", "## report v1")
     assert first.action == "created"
     for i in range(3):
-        server.state.add_comment(7, f"more chatter {i}", HUMAN)
-    second = upsert_comment(client_for(server), 7, "ragproof", "## report v2")
+        pr_server.state.add_comment(7, f"more chatter {i}", HUMAN)
+    second = upsert_comment(client_for(pr_server), 7, "ragproof", "## report v2")
     assert second.action == "updated" and second.url == first.url
-    ours = [c for c in server.state.comments[7] if c["body"].startswith(marker("ragproof"))]
+    ours = [c for c in pr_server.state.comments[7] if c["body"].startswith(marker("ragproof"))]
     assert len(ours) == 1
     assert ours[0]["body"] == "<!-- ragproof:ragproof -->\n## report v2"
 
 
-def test_markers_per_check_name_and_human_quotes_are_left_alone(server: GitHubServer) -> None:
-    quoted = server.state.add_comment(7, "<!-- ragproof:ragproof --> look at this", HUMAN)
-    upsert_comment(client_for(server), 7, "ragproof", "main config")
-    upsert_comment(client_for(server), 7, "ragproof-judge", "judge config")
-    bodies = [c["body"] for c in server.state.comments[7]]
+def test_markers_per_check_name_and_human_quotes_are_left_alone(pr_server: GitHubServer) -> None:
+    quoted = pr_server.state.add_comment(7, "<!-- ragproof:ragproof --> look at this", HUMAN)
+    upsert_comment(client_for(pr_server), 7, "ragproof", "main config")
+    upsert_comment(client_for(pr_server), 7, "ragproof-judge", "judge config")
+    bodies = [c["body"] for c in pr_server.state.comments[7]]
     assert bodies[0] == quoted["body"]
     assert bodies[1:] == [
         "<!-- ragproof:ragproof -->\nmain config",
         "<!-- ragproof:ragproof-judge -->\njudge config",
     ]
-    found = find_comment(client_for(server), 7, "ragproof-judge")
+    found = find_comment(client_for(pr_server), 7, "ragproof-judge")
     assert found is not None and found.body.endswith("judge config")
 
 
-def test_read_only_token_is_denied_not_crashed(server: GitHubServer) -> None:
-    result = upsert_comment(client_for(server, "ghs_read"), 7, "ragproof", "body")
+def test_read_only_token_is_denied_not_crashed(pr_server: GitHubServer) -> None:
+    result = upsert_comment(client_for(pr_server, "ghs_read"), 7, "ragproof", "body")
     assert result.action == "denied" and result.url is None
     assert "pull-requests: write" in (result.message or "")
-    assert server.state.comments.get(7, []) == []
+    assert pr_server.state.comments.get(7, []) == []
     check = create_check_run(
-        client_for(server, "ghs_read"),
+        client_for(pr_server, "ghs_read"),
         name="ragproof",
         head_sha="a1" * 20,
         conclusion="neutral",

@@ -36,14 +36,8 @@ def claims(*flags: bool, key: str = "supported") -> dict:
 
 
 @pytest.fixture
-def server():
-    with JudgeServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def ctx(server: JudgeServer, tmp_path: Path) -> ScoringContext:
-    return ScoringContext(judge=make_session(server.openai_url, tmp_path / "store.sqlite"))
+def ctx(judge_server: JudgeServer, tmp_path: Path) -> ScoringContext:
+    return ScoringContext(judge=make_session(judge_server.openai_url, tmp_path / "store.sqlite"))
 
 
 def answered(text: str = "Refunds within 30 days, shipping 5 days.", **kw) -> object:
@@ -65,74 +59,80 @@ def test_without_a_judge_every_judge_metric_skips_with_the_reason() -> None:
         assert (result.status, result.value, result.reason) == ("skipped", None, REASON_NO_JUDGE)
 
 
-def test_groundedness_is_supported_over_total_claims(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply(claims(True, False, True)))
+def test_groundedness_is_supported_over_total_claims(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(reply(claims(True, False, True)))
     result = score("generation.groundedness", make_case(), answered(), ctx)
     assert result.status == "scored" and result.value == pytest.approx(2 / 3, abs=0)
     assert result.judge["verdict"] == claims(True, False, True)
     assert result.judge["judge_raw_json"] and result.judge["calls"] == 1
 
 
-def test_groundedness_of_a_refusal_is_not_applicable(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply({"claims": []}))
+def test_groundedness_of_a_refusal_is_not_applicable(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(reply({"claims": []}))
     result = score("generation.groundedness", make_case(kind="unanswerable"), answered("I don't know."), ctx)
     assert (result.status, result.value, result.reason) == ("not_applicable", None, REASON_NO_CLAIMS)
     assert result.judge["judge_raw_json"] == ['{"claims": []}']
 
 
-def test_groundedness_without_context_skips_without_a_call(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_groundedness_without_context_skips_without_a_call(
+    judge_server: JudgeServer, ctx: ScoringContext
+) -> None:
     result = score("generation.groundedness", make_case(), make_output(None, "An answer."), ctx)
     assert (result.status, result.reason) == ("skipped", REASON_NO_CONTEXT)
-    assert server.count == 0
+    assert judge_server.count == 0
 
 
-def test_invalid_twice_is_judge_error_with_raw_replies(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply("nope"), reply({"claims": "all fine"}))
+def test_invalid_twice_is_judge_error_with_raw_replies(
+    judge_server: JudgeServer, ctx: ScoringContext
+) -> None:
+    judge_server.script(reply("nope"), reply({"claims": "all fine"}))
     result = score("generation.groundedness", make_case(), answered(), ctx)
     assert result.status == "judge_error" and result.value is None
     assert "after one repair retry" in result.reason
     assert result.judge["judge_raw_json"] == ["nope", '{"claims": "all fine"}']
-    assert server.count == 2
+    assert judge_server.count == 2
 
 
-def test_context_precision_shares_the_groundedness_call(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply(claims(True, True, False, False)))
+def test_context_precision_shares_the_groundedness_call(
+    judge_server: JudgeServer, ctx: ScoringContext
+) -> None:
+    judge_server.script(reply(claims(True, True, False, False)))
     case, output = make_case(), answered()
     grounded = score("generation.groundedness", case, output, ctx)
     precision = score("judge.context_precision", case, output, ctx)
     assert grounded.value == precision.value == 0.5
-    assert server.count == 1
+    assert judge_server.count == 1
 
 
-def test_answer_chunks_take_precedence_over_retrieve(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply(claims(True)))
+def test_answer_chunks_take_precedence_over_retrieve(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(reply(claims(True)))
     output = make_output(
         [chunk("r1", "RETRIEVED TEXT")], "x", answer_chunks=[chunk("a1", "ANSWER CHUNK TEXT")]
     )
     score("generation.groundedness", make_case(), output, ctx)
-    prompt = user_prompt(server.requests[0])
+    prompt = user_prompt(judge_server.requests[0])
     assert "ANSWER CHUNK TEXT" in prompt and "RETRIEVED TEXT" not in prompt
 
 
 def test_citation_support_dedups_and_counts_missing_as_unsupported(
-    server: JudgeServer, ctx: ScoringContext
+    judge_server: JudgeServer, ctx: ScoringContext
 ) -> None:
     # c1 supported, c2 without a verdict, c9 not in the context: 1 of 3 deduplicated ids
-    server.script(reply({"verdicts": [{"chunk_id": "c1", "supported": True}]}))
+    judge_server.script(reply({"verdicts": [{"chunk_id": "c1", "supported": True}]}))
     result = score(
         "generation.citation_support", make_case(), answered(citations=["c1", "c2", "c1", "c9"]), ctx
     )
     assert result.status == "scored" and result.value == pytest.approx(1 / 3, abs=0)
     assert result.judge["missing_verdicts"] == ["c2"] and result.judge["not_in_context"] == ["c9"]
-    prompt = user_prompt(server.requests[0])
+    prompt = user_prompt(judge_server.requests[0])
     assert prompt.count("[chunk c1]") == 1 and "[chunk c2]" in prompt and "[chunk c9]" not in prompt
-    assert server.count == 1  # one batched call
+    assert judge_server.count == 1  # one batched call
 
 
 def test_citation_support_conflicting_verdicts_count_unsupported(
-    server: JudgeServer, ctx: ScoringContext
+    judge_server: JudgeServer, ctx: ScoringContext
 ) -> None:
-    server.script(
+    judge_server.script(
         reply(
             {
                 "verdicts": [
@@ -147,67 +147,71 @@ def test_citation_support_conflicting_verdicts_count_unsupported(
     assert result.value == 0.5
 
 
-def test_citation_support_skips_and_zero_cases(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_citation_support_skips_and_zero_cases(judge_server: JudgeServer, ctx: ScoringContext) -> None:
     none = score("generation.citation_support", make_case(), answered(citations=[]), ctx)
     assert (none.status, none.reason) == ("skipped", REASON_NO_CITATIONS)
     absent = score("generation.citation_support", make_case(), answered(citations=["x1", "x2"]), ctx)
     assert (absent.status, absent.value) == ("scored", 0.0)
-    assert server.count == 0
+    assert judge_server.count == 0
 
 
 @pytest.mark.parametrize(("band", "value"), [("relevant", 1.0), ("partial", 0.5), ("irrelevant", 0.0)])
-def test_answer_relevance_bands(server: JudgeServer, ctx: ScoringContext, band: str, value: float) -> None:
-    server.script(reply({"verdict": band, "reason": "r"}))
+def test_answer_relevance_bands(
+    judge_server: JudgeServer, ctx: ScoringContext, band: str, value: float
+) -> None:
+    judge_server.script(reply({"verdict": band, "reason": "r"}))
     result = score("generation.answer_relevance", make_case(), answered(), ctx)
     assert (result.status, result.value) == ("scored", value)
 
 
 @pytest.mark.parametrize(("band", "value"), [("complete", 1.0), ("partial", 0.5), ("missing", 0.0)])
-def test_completeness_bands(server: JudgeServer, ctx: ScoringContext, band: str, value: float) -> None:
-    server.script(reply({"verdict": band}))
+def test_completeness_bands(judge_server: JudgeServer, ctx: ScoringContext, band: str, value: float) -> None:
+    judge_server.script(reply({"verdict": band}))
     result = score("generation.completeness", make_case(expected_answer="30 days"), answered(), ctx)
     assert (result.status, result.value) == ("scored", value)
-    assert "30 days" in user_prompt(server.requests[0])
+    assert "30 days" in user_prompt(judge_server.requests[0])
 
 
-def test_completeness_needs_an_expected_answer(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_completeness_needs_an_expected_answer(judge_server: JudgeServer, ctx: ScoringContext) -> None:
     result = score("generation.completeness", make_case(), answered(), ctx)
     assert (result.status, result.reason) == ("skipped", REASON_NO_EXPECTED_ANSWER)
-    assert server.count == 0
+    assert judge_server.count == 0
 
 
-def test_band_outside_the_three_is_repaired_once(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply({"verdict": "mostly"}), reply({"verdict": "partial"}))
+def test_band_outside_the_three_is_repaired_once(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(reply({"verdict": "mostly"}), reply({"verdict": "partial"}))
     result = score("generation.answer_relevance", make_case(), answered(), ctx)
-    assert result.value == 0.5 and server.count == 2
+    assert result.value == 0.5 and judge_server.count == 2
 
 
-def test_context_recall_is_covered_reference_claims(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply(claims(True, True, True, False, key="covered")))
+def test_context_recall_is_covered_reference_claims(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(reply(claims(True, True, True, False, key="covered")))
     case = make_case(expected_answer="30 days; 5 days; free; by mail")
     result = score("judge.context_recall", case, make_output(CONTEXT, None), ctx)
     assert (result.status, result.value) == ("scored", 0.75)  # needs no answer
     no_ref = score("judge.context_recall", make_case(), answered(), ctx)
     assert (no_ref.status, no_ref.reason) == ("skipped", REASON_NO_EXPECTED_ANSWER)
-    server.script(reply({"claims": []}))
+    judge_server.script(reply({"claims": []}))
     empty = score("judge.context_recall", make_case(id="c2", expected_answer="n/a"), answered(), ctx)
     assert (empty.status, empty.reason) == ("not_applicable", REASON_NO_REFERENCE_CLAIMS)
 
 
-def test_context_relevance_is_relevant_chunks_over_chunks(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_context_relevance_is_relevant_chunks_over_chunks(
+    judge_server: JudgeServer, ctx: ScoringContext
+) -> None:
     three = [*CONTEXT, chunk("c3", "Our office is in Oslo.")]
-    server.script(
+    judge_server.script(
         reply({"verdicts": [{"chunk_id": "c1", "relevant": True}, {"chunk_id": "c3", "relevant": False}]})
     )
     result = score("judge.context_relevance", make_case(), make_output(three, None), ctx)
     assert (result.status, result.value) == ("scored", pytest.approx(1 / 3, abs=0))
     empty = score("judge.context_relevance", make_case(), make_output([], None), ctx)
     assert (empty.status, empty.reason) == ("not_applicable", REASON_EMPTY_CONTEXT)
-    assert server.count == 1
+    assert judge_server.count == 1
 
 
-def test_faithfulness_requires_every_claim_entailed(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(
+def test_faithfulness_requires_every_claim_entailed(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(
         reply(claims(True, True, key="entailed")),
         reply(claims(True, False, key="entailed")),
         reply({"claims": []}),
@@ -216,10 +220,12 @@ def test_faithfulness_requires_every_claim_entailed(server: JudgeServer, ctx: Sc
     assert score("judge.faithfulness", make_case(id="b"), answered("two"), ctx).value == 0.0
     none = score("judge.faithfulness", make_case(id="c"), answered("three"), ctx)
     assert (none.status, none.reason) == ("not_applicable", REASON_NO_CLAIMS)
-    assert server.count == 3
+    assert judge_server.count == 3
 
 
-def test_all_judge_metrics_on_one_case_make_seven_calls(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_all_judge_metrics_on_one_case_make_seven_calls(
+    judge_server: JudgeServer, ctx: ScoringContext
+) -> None:
     def responder(body: dict) -> object:
         prompt = user_prompt(body)
         if '"entailed"' in prompt:
@@ -238,45 +244,47 @@ def test_all_judge_metrics_on_one_case_make_seven_calls(server: JudgeServer, ctx
             return reply({"verdict": "complete"})
         return reply({"verdict": "relevant"})
 
-    server.responder = responder
+    judge_server.responder = responder
     case, output = make_case(expected_answer="30 days"), answered(citations=["c1"])
     results = {name: score(name, case, output, ctx) for name in JUDGE_METRICS}
     assert {name: r.value for name, r in results.items()} == dict.fromkeys(JUDGE_METRICS, 1.0)
-    assert server.count == 7  # groundedness and context precision share one call
-    assert all(body["temperature"] == 0 for body in server.requests)
+    assert judge_server.count == 7  # groundedness and context precision share one call
+    assert all(body["temperature"] == 0 for body in judge_server.requests)
 
 
-def test_composite_reuses_judge_verdicts_and_failures(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_composite_reuses_judge_verdicts_and_failures(judge_server: JudgeServer, ctx: ScoringContext) -> None:
     ctx.extras["composite_weights"] = {"generation.groundedness": 1.0, "generation.answer_relevance": 1.0}
-    server.script(reply(claims(True, False)), reply({"verdict": "partial"}))
+    judge_server.script(reply(claims(True, False)), reply({"verdict": "partial"}))
     case, output = make_case(), answered()
     grounded = score("generation.groundedness", case, output, ctx)
     relevance = score("generation.answer_relevance", case, output, ctx)
     assert (grounded.value, relevance.value) == (0.5, 0.5)
     assert score("composite.trust", case, output, ctx).value == pytest.approx(0.5, abs=1e-12)
-    assert server.count == 2  # the composite's components came from the session, not new calls
-    server.script(reply("no"), reply("still no"))
+    assert judge_server.count == 2  # the composite's components came from the session, not new calls
+    judge_server.script(reply("no"), reply("still no"))
     other = make_case(id="c2", question="Another question?")
     assert score("generation.groundedness", other, output, ctx).status == "judge_error"
-    assert server.count == 4
+    assert judge_server.count == 4
     ctx.extras["composite_weights"] = {"generation.groundedness": 1.0}
     result = score("composite.trust", other, output, ctx)
     assert (result.status, result.reason) == ("skipped", "no component metric is defined for this case")
-    assert server.count == 4  # a failed verdict is not asked again in the same session
+    assert judge_server.count == 4  # a failed verdict is not asked again in the same session
 
 
-def test_chunk_ids_with_delimiter_characters_still_match(server: JudgeServer, ctx: ScoringContext) -> None:
+def test_chunk_ids_with_delimiter_characters_still_match(
+    judge_server: JudgeServer, ctx: ScoringContext
+) -> None:
     odd = [chunk("a<<<b", "Refunds within 30 days."), chunk("c2", "Other.")]
-    server.script(
+    judge_server.script(
         reply({"verdicts": [{"chunk_id": "a‹‹‹b", "relevant": True}, {"chunk_id": "c2", "relevant": False}]})
     )
     result = score("judge.context_relevance", make_case(), make_output(odd, None), ctx)
     assert result.value == 0.5
-    assert "[chunk a‹‹‹b]" in user_prompt(server.requests[0])
+    assert "[chunk a‹‹‹b]" in user_prompt(judge_server.requests[0])
 
 
-def test_reused_verdict_records_no_calls(server: JudgeServer, ctx: ScoringContext) -> None:
-    server.script(reply(claims(True)))
+def test_reused_verdict_records_no_calls(judge_server: JudgeServer, ctx: ScoringContext) -> None:
+    judge_server.script(reply(claims(True)))
     case, output = make_case(), answered()
     assert score("generation.groundedness", case, output, ctx).judge["calls"] == 1
     shared = score("judge.context_precision", case, output, ctx).judge
@@ -284,14 +292,14 @@ def test_reused_verdict_records_no_calls(server: JudgeServer, ctx: ScoringContex
 
 
 def test_judge_error_is_excluded_from_the_mean_and_counted_in_errors(
-    server: JudgeServer, ctx: ScoringContext
+    judge_server: JudgeServer, ctx: ScoringContext
 ) -> None:
     from gate.metrics.aggregate import summarize
     from gate.model.artifact import Row
     from gate.run.scoring import score_case
 
     name = "generation.groundedness"
-    server.script(reply(claims(True, False)), reply("not json"), reply({"claims": "still wrong"}))
+    judge_server.script(reply(claims(True, False)), reply("not json"), reply({"claims": "still wrong"}))
     rows = []
     for case_id in ("ok", "bad"):
         case = make_case(id=case_id, question=f"Question {case_id}?")
@@ -299,6 +307,6 @@ def test_judge_error_is_excluded_from_the_mean_and_counted_in_errors(
             Row(case_id=case_id, kind="qa", status="ok", metrics=score_case(case, answered(), ctx, [name]))
         )
     assert [r.metrics[name].status for r in rows] == ["scored", "judge_error"]
-    assert server.count == 3  # one call, then one call and exactly one repair retry
+    assert judge_server.count == 3  # one call, then one call and exactly one repair retry
     m = summarize(rows, [name], []).slices["all"][name]
     assert (m.mean, m.p50, m.p95, m.scored, m.errored) == (0.5, 0.5, 0.5, 1, 1)

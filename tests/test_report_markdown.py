@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +35,7 @@ CONTEXT = ReportContext(
 )
 
 
-def test_golden_comment_is_byte_identical():
+def test_golden_comment_is_byte_identical(update_golden: bool) -> None:
     base, cand = fixed_runs()
     text = render_markdown(
         compare_runs(base, cand, GateConfig()), context=CONTEXT, baseline=base, candidate=cand
@@ -46,7 +45,7 @@ def test_golden_comment_is_byte_identical():
         compare_runs(base2, cand2, GateConfig()), context=CONTEXT, baseline=base2, candidate=cand2
     )
     assert text == again
-    if os.environ.get("RAGPROOF_UPDATE_GOLDEN") == "1":
+    if update_golden:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(text, encoding="utf-8")
     assert GOLDEN.read_text(encoding="utf-8") == text

@@ -9,12 +9,11 @@ equal to the document's; for a blocking gate, a case that dropped (found here fr
 independently of the report) shown with its question and candidate answer; no link but our
 own, no mention, no reference.
 
-``RAGPROOF_UPDATE_SCREENSHOT=1`` also writes docs/demo-comment.png (the README shows it).
+``--update-golden`` also writes docs/demo-comment.png (the README shows it).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -225,14 +224,14 @@ def _check(
     return m
 
 
-def test_demo_comment_fits_one_screen_as_github_renders_it(demo, tmp_path: Path) -> None:
+def test_demo_comment_fits_one_screen_as_github_renders_it(demo, tmp_path: Path, update_golden: bool) -> None:
     markdown, comparison, base, cand = demo
     assert comparison.overall == "block"
     assert {g.slice for g in comparison.gates if g.gating and g.decision == "block"} == {"tags=topic:billing"}
     m = _check(markdown, comparison, base, cand, tmp_path, set())
     # the why names the worst blocking gate
     assert "Why: answer.numeric_match on tags=topic:billing dropped: Δ −0.467" in m["visibleText"]
-    if os.environ.get("RAGPROOF_UPDATE_SCREENSHOT") == "1":
+    if update_golden:
         screenshot(page(cmark(markdown), WIDTH), WIDTH, int(m["closedHeight"]) + 36, SCREENSHOT)
 
 
