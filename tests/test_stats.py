@@ -315,3 +315,128 @@ def test_constant_column_and_empty():
     assert math.isnan(empty.lo[0]) and empty.n[0] == 0
     with pytest.raises(ValueError):
         bootstrap_means(np.zeros(3), confidence=1.0)
+
+
+# -- calibrated intervals ---------------------------------------------------------------------
+
+
+def _tango_by_brute_force(b: int, c: int, n: int, z: float) -> tuple[float, float]:
+    """Tango's interval from first principles: the constrained MLE by bounded 1-D maximisation
+    of the trinomial likelihood, the score statistic, and its inversion on a fine grid."""
+    from scipy.optimize import minimize_scalar
+
+    def score(d: float) -> float:
+        low, high = max(0.0, -d) + 1e-12, (1 - d) / 2 - 1e-12
+
+        def nll(q: float) -> float:
+            terms = [(b, q + d), (c, q), (n - b - c, 1 - 2 * q - d)]
+            return -sum(k * math.log(p) for k, p in terms if k)
+
+        q = minimize_scalar(nll, bounds=(low, high), method="bounded", options={"xatol": 1e-13}).x
+        return (b - c - n * d) / math.sqrt(n * (2 * q + d - d * d))
+
+    grid = np.linspace(-0.999, 0.999, 19981)
+    inside = [d for d in grid if abs(score(float(d))) <= z]
+    return float(min(inside)), float(max(inside))
+
+
+@pytest.mark.parametrize("b,c,n", [(3, 7, 50), (0, 9, 20), (12, 4, 300), (1, 0, 10)])
+def test_tango_interval_matches_its_definition(b, c, n):
+    lo, hi = stats.tango_bounds(b, c, n, 0.025)
+    ref_lo, ref_hi = _tango_by_brute_force(b, c, n, 1.959963984540054)
+    assert float(lo) == pytest.approx(ref_lo, abs=1e-4)  # grid step 1e-4
+    assert float(hi) == pytest.approx(ref_hi, abs=1e-4)
+    # swapping improvements and drops mirrors the interval
+    lo2, hi2 = stats.tango_bounds(c, b, n, 0.025)
+    assert (float(lo2), float(hi2)) == pytest.approx((-float(hi), -float(lo)), abs=1e-12)
+
+
+def test_tango_with_no_discordant_pair_and_all_worsened():
+    z2 = 1.959963984540054**2
+    lo, hi = stats.tango_bounds([0, 0], [0, 0], [10, 1000], 0.025)
+    assert lo.tolist() == pytest.approx([-z2 / (10 + z2), -z2 / (1000 + z2)], rel=1e-9)
+    assert hi.tolist() == pytest.approx([z2 / (10 + z2), z2 / (1000 + z2)], rel=1e-9)
+    lo, hi = stats.tango_bounds(0, 10, 10, 0.025)
+    # every pair worsened: the lower end is -1; p(+1) may still be up to ~0.28, so hi ~ -0.44
+    assert float(lo) == -1.0 and float(hi) == pytest.approx(-0.4449344, abs=1e-6)
+
+
+def test_t_bounds_match_scipy_ttest():
+    from scipy.stats import ttest_1samp
+
+    rng = np.random.default_rng(4)
+    d = rng.normal(-0.01, 0.2, size=(25, 1)) * rng.random((25, 1))
+    facts = stats.column_facts(d)
+    assert facts.method == ["t"]
+    lo = stats.column_bounds(facts, None, 0.025, upper=False)[0]
+    hi = stats.column_bounds(facts, None, 0.025, upper=True)[0]
+    ref = ttest_1samp(d[:, 0], 0.0).confidence_interval(0.95)
+    assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-12)
+
+
+def test_cluster_t_with_equal_sizes_is_the_t_interval_on_cluster_means():
+    from scipy.stats import ttest_1samp
+
+    rng = np.random.default_rng(5)
+    labels = np.repeat(np.arange(12), 4)
+    d = (np.repeat(rng.normal(0, 0.1, 12), 4) + rng.normal(0, 0.05, 48))[:, None]
+    facts = stats.column_facts(d, clusters=labels)
+    assert facts.method == ["cluster-t"] and facts.units[0] == 12
+    lo = stats.column_bounds(facts, None, 0.025, upper=False)[0]
+    hi = stats.column_bounds(facts, None, 0.025, upper=True)[0]
+    ref = ttest_1samp(d[:, 0].reshape(12, 4).mean(axis=1), 0.0).confidence_interval(0.95)
+    assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-10)
+
+
+def test_methods_chosen_by_the_data():
+    ternary = np.tile([1.0, -1.0, 0.0, 0.0], 50)[:, None]
+    unchanged = np.zeros((200, 1))
+    sparse = np.zeros((200, 1))
+    sparse[:20, 0] = np.linspace(-0.5, 0.4, 20)
+    dense = np.linspace(-0.3, 0.3, 200)[:, None]
+    facts = stats.column_facts(np.hstack([ternary, unchanged, sparse, dense]))
+    assert facts.method == ["tango", "no-change", "t", "bootstrap"]
+    assert facts.nonzero.tolist() == [100, 0, 20, 200]  # linspace of even length skips 0
+    # The unchanged set reports what 200 pairs can rule out, never [0, 0].
+    nc = stats.column_facts(unchanged)
+    z2 = 1.959963984540054**2
+    assert stats.column_bounds(nc, None, 0.025, upper=False)[0] == pytest.approx(-z2 / (200 + z2))
+    assert stats.column_facts(dense, method="percentile").method == ["percentile"]
+
+
+def test_upper_quantile_reads_the_kept_tail_like_numpy():
+    rng = np.random.default_rng(6)
+    values = rng.normal(size=(80, 3))
+    r = bootstrap_means(values, resamples=999, seed=3, keep_tail=0.025)
+    full = bootstrap_means(values, resamples=999, seed=3, confidence=1 - 2 * 0.001)
+    for j in range(3):
+        assert stats.upper_quantile(r, j, 0.975) == r.hi[j]
+        assert stats.upper_quantile(r, j, 0.999) == pytest.approx(full.hi[j], abs=1e-15)
+    with pytest.raises(ValueError):
+        stats.upper_quantile(r, 0, 0.5)
+
+
+def test_family_max_statistic_lies_between_one_gate_and_bonferroni():
+    rng = np.random.default_rng(8)
+    base = rng.normal(0, 0.2, size=(300, 1))
+    # ten overlapping slices of one metric: strongly correlated gates
+    columns = np.hstack([np.where(rng.random((300, 1)) < 0.8, base, np.nan) for _ in range(10)])
+    facts = stats.column_facts(columns)
+    r = bootstrap_means(columns, resamples=4000, seed=1, family_scale=1 / facts.se)
+    c, kind = stats.family_critical_value(r.family_max, 10, 0.95)
+    assert kind == "max-statistic"
+    assert stats._z(0.025) < c < stats._z(0.0025)
+    # independent gates need about Bonferroni
+    c1, _ = stats.family_critical_value(np.full(10, 1e9), 10, 0.95)
+    assert c1 == pytest.approx(stats._z(0.0025))
+    assert stats.family_critical_value(np.zeros(0), 1, 0.95) == (pytest.approx(1.959964, abs=1e-6), "none")
+
+
+def test_pairs_needed_and_minimum_nonzero():
+    # 0/1 metric with 5% flips: σ_d = √0.05; ((1.96 + 0.8416) √0.05 / 0.02)² = 981.2 -> 982
+    assert stats.pairs_needed(math.sqrt(0.05), 0.02).item() == 982
+    # an unchanged set still needs z²(1-m)/m = 188.2 -> 189 pairs before it can pass
+    assert stats.pairs_needed(0.0, 0.02).item() == 189
+    assert math.isnan(stats.pairs_needed(0.1, 0.0).item())
+    assert stats.minimum_nonzero(0.025) == 6  # 2^-5 = 3.1% > 2.5% >= 2^-6
+    assert stats.minimum_nonzero(0.025 / 89) == 12
