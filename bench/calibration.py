@@ -120,6 +120,19 @@ def _clustered(n: int, delta: float, reps: int, rng: np.random.Generator) -> np.
     return delta + shared + rng.normal(0, sigma, (n, reps))
 
 
+def _clustered_binary(n: int, delta: float, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """A 0/1 metric on clusters of 5 questions: a fifth of the documents are affected by the
+    change and their questions change with probability 0.5 each (10% of pairs overall), the
+    direction set so that P(+1) - P(-1) = delta."""
+    k = n // CLUSTER_SIZE
+    affected = np.repeat(rng.random((k, reps)) < 0.2, CLUSTER_SIZE, axis=0)
+    shift = delta / 0.2  # within an affected document: P(+1) - P(-1)
+    up, down = (0.5 + shift) / 2, (0.5 - shift) / 2
+    u = rng.random((n, reps))
+    d = np.where(u < up, 1.0, np.where(u < up + down, -1.0, 0.0))
+    return np.where(affected, d, 0.0)
+
+
 SCENARIOS = {
     s.name: s
     for s in (
@@ -132,6 +145,19 @@ SCENARIOS = {
             "clustered+cluster_by",
             "clusters of 5, ICC 0.37, with cluster_by",
             _clustered,
+            clustered=True,
+            use_clusters=True,
+        ),
+        Scenario(
+            "clustered-0/1",
+            "0/1 metric, clusters of 5, a fifth of documents changed, without cluster_by",
+            _clustered_binary,
+            clustered=True,
+        ),
+        Scenario(
+            "clustered-0/1+cluster_by",
+            "0/1 metric, clusters of 5, a fifth of documents changed, with cluster_by",
+            _clustered_binary,
             clustered=True,
             use_clusters=True,
         ),
@@ -165,9 +191,7 @@ def decide_replicates(
     return lo, hi, block, facts.method
 
 
-def _bootstrap(
-    diffs: np.ndarray, methods: list[str], clusters: np.ndarray | None, seed: int
-) -> object:
+def _bootstrap(diffs: np.ndarray, methods: list[str], clusters: np.ndarray | None, seed: int) -> object:
     """bootstrap_means over the columns that need it (the others are left empty, NaN)."""
     needed = np.array([m in ("bootstrap", "cluster-bootstrap") for m in methods])
     data = np.where(needed[None, :], diffs, np.nan)
@@ -196,8 +220,14 @@ def run_cell(scenario: Scenario, n: int, delta: float, replicates: int, seed: in
         for m in used:
             methods[m] = methods.get(m, 0) + 1
     return Cell(
-        scenario.name, n, delta, replicates, covered / replicates, blocked / replicates,
-        passed / replicates, methods,
+        scenario.name,
+        n,
+        delta,
+        replicates,
+        covered / replicates,
+        blocked / replicates,
+        passed / replicates,
+        methods,
     )
 
 
@@ -209,7 +239,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     args = parser.parse_args()
     r = args.replicates
-    print(f"R = {r} replicates per cell; margin {MARGIN}; 95% intervals; bootstrap cells {BOOT_RESAMPLES} resamples")
+    print(
+        f"R = {r} replicates per cell; margin {MARGIN}; 95% intervals; bootstrap cells {BOOT_RESAMPLES} resamples"
+    )
     print(
         f"{'scenario':22} {'n':>5} {'cov@0':>6} {'cov@-m/2':>8} {'cov@-2.5m':>9} "
         f"{'block@0':>7} {'pass@0':>6} {'pass@-2.5m':>10}  methods"
@@ -225,7 +257,9 @@ def main() -> None:
                 for m, k in c.methods.items():
                     used[m] = used.get(m, 0) + k
             total = sum(used.values())
-            method_text = ", ".join(f"{m} {k / total:.0%}" for m, k in sorted(used.items(), key=lambda x: -x[1]))
+            method_text = ", ".join(
+                f"{m} {k / total:.0%}" for m, k in sorted(used.items(), key=lambda x: -x[1])
+            )
             print(
                 f"{name:22} {n:5d} {zero.covered:6.3f} {half.covered:8.3f} {drop.covered:9.3f} "
                 f"{zero.blocked:7.4f} {zero.passed:6.3f} {drop.passed:10.4f}  {method_text}"

@@ -448,11 +448,7 @@ def bootstrap_means(
         )
         return dataclasses.replace(
             distinct,
-            **{
-                f: getattr(distinct, f)[inverse]
-                for f in _COLUMN_FIELDS
-                if getattr(distinct, f) is not None
-            },
+            **{f: getattr(distinct, f)[inverse] for f in _COLUMN_FIELDS if getattr(distinct, f) is not None},
         )
     n, q = data.shape
     present = ~np.isnan(data)
@@ -604,11 +600,14 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
 # decision therefore takes, per gate, the interval that holds its level at that data type and n:
 #
 # - differences in {-1, 0, +1} (paired 0/1 metrics): Tango's score interval at every n;
-# - other differences, case units: the t interval below ``BOOTSTRAP_MIN_NONZERO`` non-zero
-#   differences, the percentile bootstrap from there on (a sparse metric's bootstrap is only as
+# - other differences, case units: the t interval (degrees of freedom: non-zero differences
+#   minus one) below ``BOOTSTRAP_MIN_NONZERO`` non-zero differences, the percentile bootstrap from there on (a sparse metric's bootstrap is only as
 #   good as its non-zero differences: at 100 pairs with 15 of them it blocked 3.7% of unchanged
 #   gates);
-# - cluster units: the t interval on cluster totals (ratio estimator) below
+# - cluster units, differences in {-1, 0, +1}: Tango's interval on the counts divided by the
+#   design effect (Rao-Scott), below ``BOOTSTRAP_MIN_NONZERO`` clusters with a non-zero total;
+# - other cluster units: the t interval on cluster totals (ratio estimator; degrees of freedom:
+#   clusters with a non-zero total minus one) below
 #   ``BOOTSTRAP_MIN_NONZERO`` clusters with a non-zero total, the cluster bootstrap from there on;
 # - no non-zero difference at all (any type): the interval of "no case changed", Tango's
 #   ``±z²/(n+z²)``, never a zero-width interval.
@@ -619,16 +618,26 @@ MIN_CLUSTERS = 10  # clusters the paired cases must span before cluster_by defau
 POWER = 0.8  # the power behind ``pairs_needed`` and ``mde``
 
 GateMethod = Literal[
-    "tango", "t", "bootstrap", "cluster-t", "cluster-bootstrap", "no-change", "percentile", "bca"
+    "tango",
+    "t",
+    "bootstrap",
+    "cluster-tango",
+    "cluster-t",
+    "cluster-bootstrap",
+    "no-change",
+    "percentile",
 ]
 
 
-def _z(tail: float) -> float:
-    """The standard normal quantile with ``tail`` probability above it."""
+def normal_quantile(tail: float) -> float:
+    """The standard normal quantile with ``tail`` probability above it (``-ndtri(tail)``)."""
     return float(-ndtri(tail))
 
 
-def _tango_score(delta: float, improved: int, worsened: int, n: int) -> float:
+_z = normal_quantile
+
+
+def _tango_score(delta: float, improved: float, worsened: float, n: float) -> float:
     """Tango's score statistic for ``Δ = p(+1) - p(-1)`` at ``delta`` (decreasing in delta).
 
     ``Z(Δ) = (b - c - nΔ) / sqrt(n (2 q + Δ - Δ²))`` with ``b``/``c`` the counts of +1/-1
@@ -644,7 +653,7 @@ def _tango_score(delta: float, improved: int, worsened: int, n: int) -> float:
 
 
 @cache
-def _tango_pair(improved: int, worsened: int, n: int, z: float) -> tuple[float, float]:
+def _tango_pair(improved: float, worsened: float, n: float, z: float) -> tuple[float, float]:
     estimate = (improved - worsened) / n
     edge = 1.0 - 1e-12
 
@@ -659,27 +668,26 @@ def _tango_pair(improved: int, worsened: int, n: int, z: float) -> tuple[float, 
     return lo, hi
 
 
-def tango_bounds(
-    improved: Any, worsened: Any, n: Any, tail: float
-) -> tuple[np.ndarray, np.ndarray]:
+def tango_bounds(improved: Any, worsened: Any, n: Any, tail: float) -> tuple[np.ndarray, np.ndarray]:
     """One-sided Tango score bounds for a difference of paired proportions (Tango 1998).
 
     ``improved``/``worsened``/``n``: arrays of the counts of +1 and -1 differences and of pairs.
     Returns ``(lo, hi)`` with ``tail`` probability beyond each bound, found by inverting the
     score statistic (``Z(lo) = z``, ``Z(hi) = -z``, ``z = Φ⁻¹(1 - tail)``) with
     ``scipy.optimize.brentq``. With no discordant pair the bounds are ``±z²/(n + z²)``; with
-    every pair worsened ``lo = -1``. Each distinct ``(b, c, n)`` is solved once.
+    every pair worsened ``lo = -1``. Each distinct ``(b, c, n)`` is solved once. Counts may be
+    fractional: clustered pairs divide all three by the design effect (Rao and Scott).
     """
-    b = np.asarray(improved, dtype=np.int64)
-    c = np.asarray(worsened, dtype=np.int64)
-    m = np.asarray(n, dtype=np.int64)
+    b = np.asarray(improved, dtype=np.float64)
+    c = np.asarray(worsened, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64)
     b, c, m = np.broadcast_arrays(b, c, m)
     z = _z(tail)
     lo = np.empty(b.shape)
     hi = np.empty(b.shape)
     keys = np.stack([b.ravel(), c.ravel(), m.ravel()], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    solved = np.array([_tango_pair(int(x), int(y), int(k), z) for x, y, k in unique]).reshape(-1, 2)
+    solved = np.array([_tango_pair(float(x), float(y), float(k), z) for x, y, k in unique]).reshape(-1, 2)
     lo.ravel()[:] = solved[inverse.ravel(), 0] if unique.size else []
     hi.ravel()[:] = solved[inverse.ravel(), 1] if unique.size else []
     return lo, hi
@@ -749,9 +757,7 @@ def minimum_nonzero(tail: float) -> int:
     return max(1, math.ceil(math.log2(1.0 / tail) - 1e-12))
 
 
-def family_critical_value(
-    deviations: np.ndarray, family_size: int, confidence: float
-) -> tuple[float, str]:
+def family_critical_value(deviations: np.ndarray, family_size: int, confidence: float) -> tuple[float, str]:
     """Critical value ``c`` for simultaneous one-sided upper bounds over a family of gates.
 
     ``deviations``: per resample, the largest standardised deviation ``max_g (est_g - mean*_g)
@@ -803,6 +809,8 @@ class ColumnFacts:
     se: np.ndarray
     sd: np.ndarray
     method: list[GateMethod]
+    # cluster design effect (cluster variance over the case variance, at least 1; 1 for cases)
+    deff: np.ndarray | None = None
 
     def needs_bootstrap(self) -> bool:
         return any(m in _BOOTSTRAP_METHODS for m in self.method)
@@ -817,8 +825,8 @@ def column_facts(
     """Per-column facts and the interval method chosen by the data (see the section comment).
 
     With ``clusters``, a column's units are clusters when its pairs span two clusters or more
-    and some cluster holds two pairs or more (the t interval on K - 1 degrees of freedom stays
-    valid at small K, only wide); otherwise its units are its cases and it takes the
+    and some cluster holds two pairs or more (the t interval on few clusters stays valid, only
+    wide); otherwise its units are its cases and it takes the
     closed-form case method (Tango or t), since the shared resampling is by cluster.
     ``method="percentile"`` forces the percentile bootstrap everywhere (older decisions; not
     calibrated at small n).
@@ -841,6 +849,7 @@ def column_facts(
     nonzero = nonzero_cases.astype(np.float64)
     se = sd / np.sqrt(n)
     clustered = np.zeros(q, dtype=bool)
+    deff = np.ones(q)
     if clusters is not None and n_rows:
         codes, n_units = _cluster_codes(clusters, n_rows)
         assert codes is not None
@@ -849,6 +858,9 @@ def column_facts(
         clustered = (k >= 2) & (weights.max(axis=0, initial=0) > 1)
         units = np.where(clustered, k, n)
         nonzero = np.where(clustered, (np.abs(sums) > 0).sum(axis=0), nonzero)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            deff = np.where(clustered & (se > 0), np.maximum((cl_se / se) ** 2, 1.0), 1.0)
+        deff = np.where(np.isfinite(deff), deff, 1.0)
         se = np.where(clustered, cl_se, se)
         with np.errstate(invalid="ignore"):
             sd = np.where(clustered, cl_se * np.sqrt(n), sd)
@@ -859,6 +871,8 @@ def column_facts(
             chosen = method
         elif nonzero_cases[j] == 0:
             chosen = "no-change"
+        elif clustered[j] and ternary[j] and nonzero[j] < BOOTSTRAP_MIN_NONZERO:
+            chosen = "cluster-tango"
         elif clustered[j]:
             chosen = "cluster-bootstrap" if nonzero[j] >= BOOTSTRAP_MIN_NONZERO else "cluster-t"
         elif ternary[j]:
@@ -879,6 +893,7 @@ def column_facts(
         se=se,
         sd=sd,
         method=methods,
+        deff=deff,
     )
 
 
@@ -894,11 +909,18 @@ def column_bounds(
     out = np.full(q, np.nan)
     sign = 1.0 if upper else -1.0
     kinds = np.array(facts.method, dtype=object)
-    tango = np.flatnonzero(kinds == "tango")
+    tango = np.flatnonzero((kinds == "tango") | (kinds == "cluster-tango"))
     if tango.size:
-        lo, hi = tango_bounds(facts.improved[tango], facts.worsened[tango], facts.n[tango].astype(np.int64), tail)
+        # Clustered pairs: Rao-Scott -- every count over the design effect (1 for cases).
+        deff = facts.deff[tango] if facts.deff is not None else np.ones(tango.size)
+        lo, hi = tango_bounds(
+            facts.improved[tango] / deff, facts.worsened[tango] / deff, facts.n[tango] / deff, tail
+        )
         out[tango] = hi if upper else lo
-    for name, df in (("t", facts.n - 1), ("cluster-t", facts.units - 1)):
+    # Degrees of freedom from the non-zero units: a sparse metric's variance estimate rests on
+    # its few non-zero differences, and t on n - 1 covered 0.91 at 30 pairs with ~5 of them.
+    df = np.maximum(facts.nonzero - 1, 1)
+    for name in ("t", "cluster-t"):
         idx = np.flatnonzero(kinds == name)
         if idx.size:
             out[idx] = facts.estimate[idx] + sign * t_quantile(tail, df[idx]) * facts.se[idx]

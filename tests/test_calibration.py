@@ -32,7 +32,13 @@ GRID = [
     (s, n)
     for s in ("binary-5%", "binary-20%", "f1-like", "ndcg-like", "clustered+cluster_by")
     for n in (10, 20, 50)
-] + [("binary-5%", 300), ("ndcg-like", 300), ("clustered+cluster_by", 300)]
+] + [
+    ("binary-5%", 300),
+    ("ndcg-like", 300),
+    ("clustered+cluster_by", 300),
+    ("clustered-0/1+cluster_by", 50),
+    ("clustered-0/1+cluster_by", 300),
+]
 
 
 @pytest.mark.parametrize("scenario,n", GRID)

@@ -40,9 +40,9 @@ def runs(tmp_path_factory) -> Path:
     b, c = binary_pair(300, seed=1, p_base=0.72, flip=0.1)
     write_run(root / "b300", meta("b300"), b)
     write_run(root / "c300", meta("c300"), c)  # 001's drop: block
-    # a small drop on few cases: review
+    # a likely drop on few cases (5 of 40 worse, none better; a block needs 6): review
     few_b = [row(f"q{i}", {HIT: 1.0}) for i in range(40)]
-    few_c = [row(f"q{i}", {HIT: 0.0 if i < 2 else 1.0}) for i in range(40)]
+    few_c = [row(f"q{i}", {HIT: 0.0 if i < 5 else 1.0}) for i in range(40)]
     write_run(root / "few_b", meta("few_b"), few_b)
     write_run(root / "few_c", meta("few_c"), few_c)
     write_run(root / "k10", meta("k10", k=10), same)

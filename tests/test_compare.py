@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import re
+from statistics import NormalDist
 
 import pytest
 from gate_runs import artifact, binary_pair, judge, meta, row
@@ -149,7 +150,9 @@ def test_adapter_failures_gate_and_stay_out_of_means():
     ]
     result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
     hit = gate_of(result, HIT)
-    assert hit.n == 50 and hit.delta == 0.0 and hit.decision == "pass"
+    # no case changed among the 50 pairs: what 50 pairs rule out, not a pass (189 needed)
+    assert hit.n == 50 and hit.delta == 0.0 and hit.decision == "review" and hit.method == "no-change"
+    assert hit.underpowered and hit.pairs_needed == 189
     fail = gate_of(result, "adapter.failure_rate")
     assert not fail.higher_is_better and fail.n == 100
     assert fail.candidate_mean == 0.5 and fail.baseline_mean == 0.0 and fail.delta == -0.5
@@ -211,16 +214,31 @@ def test_incomplete_runs_warn_and_no_common_ids_fail():
         compare_runs(artifact(meta("b"), rows), artifact(meta("c"), others), GateConfig())
 
 
-def test_family_wise_widens_intervals():
-    base, cand = binary_pair(300, seed=5, p_base=0.7, flip=0.1, tag_fn=lambda i: [f"t{i % 3}"])
+def test_family_wise_blocks_need_more_and_passes_do_not():
+    # nested slices (the first 250, 200, 150 cases): strongly overlapping gates
+    base, cand = binary_pair(
+        300, seed=5, p_base=0.7, flip=0.1, tag_fn=lambda i: [f"t{k}" for k in range(3) if i < 250 - 50 * k]
+    )
     b, c = artifact(meta("b"), base), artifact(meta("c"), cand)
-    plain = compare_runs(b, c, GateConfig())
-    family = compare_runs(b, c, GateConfig(family_wise=True))
-    gating = [g for g in family.gates if g.gating and g.decision != "skipped"]
-    assert family.settings.family_size == len(gating)
-    assert family.settings.interval_confidence == pytest.approx(1 - 0.05 / len(gating))
+    plain = compare_runs(b, c, GateConfig(family_wise=False))
+    family = compare_runs(b, c, GateConfig())
+    s = family.settings
+    # the family: distinct gating gates with enough non-zero differences to block at all
+    members = [g for g in family.gates if g.gating and g.decision != "skipped" and g.nonzero >= 6]
+    assert [g.slice for g in members] == ["all", "kind=qa", "tags=t0", "tags=t1", "tags=t2"]
+    # kind=qa holds every case: the same column as all, counted once
+    assert s.family_size == 4
+    assert s.family_method == "max-statistic"
+    # overlapping slices: far below Bonferroni's z(0.025/4) = 2.50, above one gate's 1.96
+    assert 1.96 < s.family_critical < 2.498
+    assert s.block_confidence == pytest.approx(1 - NormalDist().cdf(-s.family_critical))
     p, f = gate_of(plain, HIT), gate_of(family, HIT)
-    assert f.hi - f.lo > p.hi - p.lo
+    # the pass side is per gate either way; the block bound widens only with the family
+    assert (p.lo, p.hi) == (f.lo, f.hi) and p.method == f.method == "tango"
+    assert p.block_hi == p.hi and f.block_hi > f.hi
+    assert plain.settings.family_method == "none" and plain.settings.family_critical == pytest.approx(
+        1.959964
+    )
 
 
 def test_cluster_by_resamples_documents():
@@ -238,10 +256,17 @@ def test_cluster_by_resamples_documents():
                 )
             )
     b, c = artifact(meta("b"), b_rows), artifact(meta("c"), c_rows)
-    naive = gate_of(compare_runs(b, c, GateConfig()), "answer.token_f1")
-    grouped = gate_of(compare_runs(b, c, GateConfig(cluster_by="metadata.document_id")), "answer.token_f1")
-    assert grouped.clusters == 30 and naive.clusters is None
-    assert (grouped.hi - grouped.lo) > 1.8 * (naive.hi - naive.lo)
+    naive = compare_runs(b, c, GateConfig(cluster_by=None))
+    grouped = compare_runs(b, c, GateConfig(cluster_by="metadata.document_id"))
+    default = compare_runs(b, c, GateConfig())  # cluster_by: auto finds metadata.document_id
+    n, g = gate_of(naive, "answer.token_f1"), gate_of(grouped, "answer.token_f1")
+    assert g.clusters == 30 and g.unit == "cluster" and g.method == "cluster-t"
+    assert n.clusters is None and n.unit == "case" and n.method == "t"
+    assert (g.hi - g.lo) > 1.8 * (n.hi - n.lo)
+    assert grouped.settings.cluster_source == "config" and naive.settings.cluster_by is None
+    assert default.settings.cluster_by == "metadata.document_id"
+    assert default.settings.cluster_source == "default"
+    assert gate_of(default, "answer.token_f1") == g
 
 
 def test_top_drops_and_categorical_metrics():

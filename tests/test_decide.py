@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gate.decision.decide import (
+    counts_toward_overall,
     exit_code_for,
-    family_confidence,
+    gate_decision,
     interval_decision,
     level_breach,
     metric_policy,
@@ -61,10 +62,44 @@ def test_overall_and_skips():
     assert skip_reason(10, 10) is None
 
 
-def test_family_confidence_is_bonferroni():
-    assert family_confidence(0.95, 10) == pytest.approx(0.995)
-    assert family_confidence(0.95, 1) == pytest.approx(0.95)
-    assert family_confidence(0.95, 0) == pytest.approx(0.95)
+def test_gate_decision_passes_per_gate_and_blocks_family_wise():
+    kw = dict(nonzero=12, needed_nonzero=8, method="tango")
+    assert gate_decision(-0.019, 0.03, 0.05, 0.02, **kw)[0] == "pass"
+    # the per-gate interval lies below zero, the family-wise bound does not: a likely drop
+    decision, reason = gate_decision(-0.09, -0.01, 0.004, 0.02, **kw)
+    assert decision == "review"
+    assert reason == (
+        "likely drop: [-0.0900, -0.0100] lies below zero for this gate, not across the family "
+        "(family-wise upper bound +0.0040)"
+    )
+    decision, reason = gate_decision(-0.09, -0.03, -0.004, 0.02, **kw)
+    assert (decision, reason) == (
+        "block",
+        "real drop: the family-wise upper bound -0.0040 is below zero (12 non-zero differences)",
+    )
+    # too few non-zero differences for any level-0.4% test: review, whatever the bound
+    few = gate_decision(-0.09, -0.03, -0.004, 0.02, nonzero=7, needed_nonzero=8, method="t")
+    assert few == (
+        "review",
+        "likely drop: the upper bound -0.0040 is below zero but only 7 differences are non-zero "
+        "(a block needs 8)",
+    )
+    # no case changed: never read as "no change"
+    decision, reason = gate_decision(-0.16, 0.16, 0.25, 0.02, nonzero=0, needed_nonzero=8, method="no-change")
+    assert decision == "review" and reason.startswith("no case changed, but -0.1600")
+    assert gate_decision(-0.0019, 0.0019, 0.003, 0.02, nonzero=0, needed_nonzero=8, method="no-change") == (
+        "pass",
+        "no case changed; the interval [-0.0019, +0.0019] lies within the margin",
+    )
+
+
+def test_underpowered_reviews_inform_unless_they_look_like_a_drop():
+    assert counts_toward_overall("review", True, "inform", 0.1, 0.02) is False
+    assert counts_toward_overall("review", True, "inform", -0.01, 0.02) is False  # within the margin
+    assert counts_toward_overall("review", True, "inform", -0.03, 0.02) is True  # beyond it
+    assert counts_toward_overall("review", True, "review", 0.1, 0.02) is True
+    assert counts_toward_overall("review", False, "inform", 0.1, 0.02) is True
+    assert counts_toward_overall("block", True, "inform", -0.1, 0.02) is True  # blocks always count
 
 
 def test_direction_comes_from_the_registry():

@@ -440,3 +440,21 @@ def test_pairs_needed_and_minimum_nonzero():
     assert math.isnan(stats.pairs_needed(0.1, 0.0).item())
     assert stats.minimum_nonzero(0.025) == 6  # 2^-5 = 3.1% > 2.5% >= 2^-6
     assert stats.minimum_nonzero(0.025 / 89) == 12
+
+
+def test_clustered_0_1_differences_take_tango_over_the_design_effect():
+    labels = np.repeat(np.arange(20), 5)
+    d = np.zeros((100, 1))
+    d[:10, 0] = -1.0  # two whole documents lost
+    d[50, 0] = 1.0
+    facts = stats.column_facts(d, clusters=labels)
+    assert facts.method == ["cluster-tango"] and facts.units[0] == 20 and facts.nonzero[0] == 3
+    deff = float(facts.deff[0])
+    case_se = float(np.std(d[:, 0], ddof=1) / 10)
+    assert deff == pytest.approx((float(facts.se[0]) / case_se) ** 2) and deff > 1
+    lo = stats.column_bounds(facts, None, 0.025, upper=False)[0]
+    hi = stats.column_bounds(facts, None, 0.025, upper=True)[0]
+    ref_lo, ref_hi = stats.tango_bounds(1 / deff, 10 / deff, 100 / deff, 0.025)
+    assert (lo, hi) == (float(ref_lo), float(ref_hi))
+    case_lo, case_hi = stats.tango_bounds(1, 10, 100, 0.025)
+    assert lo < float(case_lo) and hi > float(case_hi)  # wider than as independent cases

@@ -38,19 +38,36 @@ from gate.decision.comparison import (
 from gate.decision.decide import (
     FAILURE_RATE_METRIC,
     MetricPolicy,
-    family_confidence,
-    interval_decision,
-    interval_reason,
+    counts_toward_overall,
+    gate_decision,
     level_breach,
     metric_policy,
     overall_decision,
     skip_reason,
 )
-from gate.metrics import distinct_name, registry
+from gate.metrics import registry
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
 from gate.model.slices import ALL_SLICE, slice_gates, slice_masks
-from gate.stats import COLUMN_GROUP, bootstrap_means, minimum_detectable_effect
+from gate.stats import (
+    CALIBRATED_MIN_PAIRS,
+    COLUMN_GROUP,
+    MIN_CLUSTERS,
+    POWER,
+    BootstrapResult,
+    ColumnFacts,
+    bootstrap_means,
+    column_bounds,
+    column_facts,
+    family_critical_value,
+    minimum_nonzero,
+    normal_quantile,
+    normal_tail,
+    pairs_needed,
+)
+
+# The case field cluster_by defaults to, when the cases carry it.
+DEFAULT_CLUSTER_FIELD = "metadata.document_id"
 
 TOP_DROPS = 10
 
@@ -108,29 +125,21 @@ def compare_runs(
         for c in columns_of.values()
         for key, mask in masks.items()
     ]
-    # Distinct gates: an alias gated beside its original (both listed in gate.include) is one
-    # number, so it widens the family-wise intervals once.
-    family = len(
-        {
-            (distinct_name(g.policy.name), g.key)
-            for g in gates
-            if g.gating and int(g.mask.sum()) >= gate_config.min_pairs
-        }
+    floor = gate_config.min_pairs if gate_config.min_pairs is not None else CALIBRATED_MIN_PAIRS
+    cluster_field, cluster_source = resolve_cluster_by(paired.candidate_rows, gate_config.cluster_by)
+    clusters = cluster_labels(paired.candidate_rows, cluster_field) if cluster_field else None
+    gate_results, family = decide_gates(gates, columns_of, gate_config, floor, clusters)
+    counted = (
+        g.decision
+        for g in gate_results
+        if g.gating
+        and counts_toward_overall(g.decision, g.underpowered, gate_config.underpowered, g.hi, g.margin)
     )
-    level = (
-        family_confidence(gate_config.confidence, family)
-        if gate_config.family_wise
-        else gate_config.confidence
-    )
-    clusters = (
-        cluster_labels(paired.candidate_rows, gate_config.cluster_by) if gate_config.cluster_by else None
-    )
-    gate_results = decide_gates(gates, columns_of, gate_config, level, clusters)
     return Comparison(
-        overall=overall_decision(g.decision for g in gate_results if g.gating),
+        overall=overall_decision(counted),
         baseline=RunIdentity.of(baseline),
         candidate=RunIdentity.of(candidate),
-        settings=_settings(gate_config, level, family),
+        settings=_settings(gate_config, floor, family, cluster_field, cluster_source),
         dataset=paired.dataset,
         gates=gate_results,
         top_drops=_top_drops(paired.candidate_rows, columns_of),
@@ -220,45 +229,139 @@ def cluster_labels(rows: Sequence[Row], field: str) -> list[Any]:
     return labels
 
 
+def resolve_cluster_by(rows: Sequence[Row], setting: str | None) -> tuple[str | None, str | None]:
+    """(field whose clusters are resampled or None, "config" | "default" | None).
+
+    ``"auto"`` takes ``metadata.document_id`` when the paired cases carry it, it spans at least
+    ``MIN_CLUSTERS`` documents and some document holds two cases or more (otherwise clustering
+    changes nothing or leaves too few units); ``None`` or ``"none"`` resamples cases.
+    """
+    if setting is None or setting == "none":
+        return None, None
+    if setting != "auto":
+        return setting, "config"
+    counts: dict[str, int] = {}
+    for row in rows:
+        value = record_field(row, DEFAULT_CLUSTER_FIELD)
+        if value is not None:
+            key = repr(value)
+            counts[key] = counts.get(key, 0) + 1
+    if len(counts) >= MIN_CLUSTERS and max(counts.values(), default=0) > 1:
+        return DEFAULT_CLUSTER_FIELD, "default"
+    return None, None
+
+
+@dataclass
+class _Family:
+    """The block family across batches: its distinct columns and resampled deviations."""
+
+    confidence: float
+    seen: set[bytes]
+    deviations: np.ndarray | None = None
+
+    def add(self, family_max: np.ndarray | None) -> None:
+        if family_max is None:
+            return
+        self.deviations = family_max if self.deviations is None else np.maximum(self.deviations, family_max)
+
+    def critical(self, family_wise: bool) -> tuple[float, str]:
+        tail = (1 - self.confidence) / 2
+        if not family_wise:
+            return normal_quantile(tail), "none"
+        dev = self.deviations if self.deviations is not None else np.empty(0)
+        return family_critical_value(dev[np.isfinite(dev)], len(self.seen), self.confidence)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One batch of gates: its columns' facts and their shared bootstrap (when needed).
+
+    ``level_cols`` maps a gate to its candidate-level columns: the levels for a floor and the
+    negated levels for a ceiling, so both block on an upper bound.
+    """
+
+    gates: list[_Gate]
+    pairs: list[int]
+    facts: ColumnFacts
+    boot: BootstrapResult | None
+    level_cols: dict[int, tuple[int | None, int | None]]
+
+
 def decide_gates(
     gates: list[_Gate],
     columns_of: dict[str, MetricColumns],
     cfg: GateConfig,
-    level: float,
+    floor: int,
     clusters: list[Any] | None,
-) -> list[GateResult]:
-    """Every gate's interval and decision, bootstrapped in batches that share resamples.
+) -> tuple[list[GateResult], dict[str, Any]]:
+    """Every gate's intervals and decision, and the family's settings.
 
-    A batch's columns (cases x up to two per gate, a few working copies) stay within tens of
-    MB whatever the case count.
+    Gates are prepared in batches that share resamples (a batch's columns, cases x up to three
+    per gate and a few working copies, stay within tens of MB whatever the case count); the
+    block family's critical value needs every batch's resampled deviations, so decisions follow
+    once all batches are prepared.
     """
+    family = _Family(cfg.confidence, set())
     if not gates:
-        return []
+        c, method = family.critical(cfg.family_wise)
+        return [], _family_settings(cfg, 0, c, method)
     n = gates[0].mask.size
-    per_batch = max(16, min(COLUMN_GROUP // 2, (1 << 21) // max(n, 1)))
-    return [
-        result
+    per_batch = max(16, min(COLUMN_GROUP // 3, (1 << 21) // max(n, 1)))
+    batches = [
+        _prepare_batch(gates[start : start + per_batch], columns_of, cfg, floor, clusters, family)
         for start in range(0, len(gates), per_batch)
-        for result in _decide_batch(gates[start : start + per_batch], columns_of, cfg, level, clusters)
     ]
+    critical, method = family.critical(cfg.family_wise)
+    block_tail = _block_tail(cfg, critical, method)
+    results = [
+        result
+        for batch in batches
+        for result in _decide_batch(batch, columns_of, cfg, floor, block_tail, critical)
+    ]
+    return results, _family_settings(cfg, len(family.seen), critical, method)
 
 
-def _settings(gate_config: GateConfig, level: float, family: int) -> Settings:
+def _block_tail(cfg: GateConfig, critical: float, method: str) -> float:
+    """One-sided level of the block bounds: the per-gate tail itself when there is no family."""
+    tail = (1 - cfg.confidence) / 2
+    return tail if method == "none" else min(normal_tail(critical), tail)
+
+
+def _family_settings(cfg: GateConfig, size: int, critical: float, method: str) -> dict[str, Any]:
+    tail = _block_tail(cfg, critical, method)
+    return {
+        "family_size": size,
+        "family_method": method,
+        "family_critical": critical,
+        "block_confidence": 1 - tail,
+        "min_nonzero": minimum_nonzero(tail),
+    }
+
+
+def _settings(
+    gate_config: GateConfig,
+    floor: int,
+    family: dict[str, Any],
+    cluster_field: str | None,
+    cluster_source: str | None,
+) -> Settings:
     return Settings(
         margin=gate_config.margin,
         confidence=gate_config.confidence,
-        interval_confidence=level,
+        interval_confidence=gate_config.confidence,
         interval=gate_config.interval,
         resamples=gate_config.resamples,
         seed=gate_config.seed,
-        min_pairs=gate_config.min_pairs,
+        min_pairs=floor,
         family_wise=gate_config.family_wise,
-        family_size=family,
-        cluster_by=gate_config.cluster_by,
+        underpowered=gate_config.underpowered,
+        cluster_by=cluster_field,
+        cluster_source=cluster_source,  # type: ignore[arg-type]
         slices=list(gate_config.slices),
         gate_slices=list(
             gate_config.gate_slices if gate_config.gate_slices is not None else gate_config.slices
         ),
+        **family,
     )
 
 
@@ -306,86 +409,160 @@ def _direction(name: str, baseline: RunArtifact, candidate: RunArtifact) -> tupl
     return None, True, False
 
 
-def _decide_batch(
+def _prepare_batch(
     batch: list[_Gate],
     columns_of: dict[str, MetricColumns],
     cfg: GateConfig,
-    level: float,
+    floor: int,
     clusters: list[Any] | None,
-) -> list[GateResult]:
-    """Bootstrap one batch of gates together (differences, plus candidate levels for floors)."""
+    family: _Family,
+) -> _Batch:
+    """A batch's columns, their facts, their family membership and the shared bootstrap.
+
+    Columns: each gate's oriented differences (empty below the pairs floor: nothing to
+    resample), then the candidate-level columns of gates with a floor or ceiling. The block
+    family holds the gating columns that can block at all -- differences with at least
+    ``minimum_nonzero`` non-zero units at the per-gate level, and level columns -- with a
+    positive standard error; identical columns (``all`` and ``kind=qa`` when every case is
+    qa, two metrics that always agree) count once.
+    """
     n = batch[0].mask.size
     pairs = [int(g.mask.sum()) for g in batch]
-    columns: list[np.ndarray] = []
-    level_col: dict[int, int] = {}
     nothing = np.full(n, np.nan)
-    for g, n_pairs in zip(batch, pairs, strict=True):
-        # A gate too small to decide needs no resampling: its column is empty (and deduplicated).
-        columns.append(
-            np.where(g.mask, columns_of[g.policy.name].diff, np.nan) if n_pairs >= cfg.min_pairs else nothing
+    columns = [
+        np.where(g.mask, columns_of[g.policy.name].diff, np.nan) if p >= floor else nothing
+        for g, p in zip(batch, pairs, strict=True)
+    ]
+    level_cols: dict[int, tuple[int | None, int | None]] = {}
+    for i, g in enumerate(batch):
+        if pairs[i] < floor or (g.policy.floor is None and g.policy.ceiling is None):
+            continue
+        values = np.where(g.mask, columns_of[g.policy.name].candidate, np.nan)
+        low = high = None
+        if g.policy.floor is not None:
+            low = len(columns)
+            columns.append(values)
+        if g.policy.ceiling is not None:
+            high = len(columns)
+            columns.append(-values)
+        level_cols[i] = (low, high)
+    matrix = np.column_stack(columns)
+    facts = column_facts(matrix, clusters=clusters, method=cfg.interval)
+    can_block = minimum_nonzero((1 - cfg.confidence) / 2)
+    owner = {j: i for i, cols in level_cols.items() for j in cols if j is not None}
+    scale = np.zeros(matrix.shape[1])
+    for j in range(matrix.shape[1]):
+        i = owner.get(j, j)
+        se = float(facts.se[j])
+        if not batch[i].gating or pairs[i] < floor or not (math.isfinite(se) and se > 0):
+            continue
+        if j < len(batch) and facts.nonzero[j] < can_block:
+            continue
+        family.seen.add(np.ascontiguousarray(matrix[:, j]).tobytes())
+        scale[j] = 1.0 / se
+    in_family = cfg.family_wise and bool(np.any(scale > 0))
+    boot = None
+    if in_family or facts.needs_bootstrap():
+        boot = bootstrap_means(
+            matrix,
+            resamples=cfg.resamples,
+            confidence=cfg.confidence,
+            seed=cfg.seed,
+            clusters=clusters,
+            family_scale=scale if in_family else None,
+            keep_tail=(1 - cfg.confidence) / 2,
         )
-    for i, g in enumerate(batch):
-        if pairs[i] >= cfg.min_pairs and (g.policy.floor is not None or g.policy.ceiling is not None):
-            level_col[i] = len(columns)
-            columns.append(np.where(g.mask, columns_of[g.policy.name].candidate, np.nan))
-    matrix = np.column_stack(columns) if columns else np.empty((n, 0))
-    boot = bootstrap_means(
-        matrix,
-        resamples=cfg.resamples,
-        confidence=level,
-        seed=cfg.seed,
-        clusters=clusters,
-        method=cfg.interval,
-    )
+        family.add(boot.family_max)
+    return _Batch(batch, pairs, facts, boot, level_cols)
+
+
+def _decide_batch(
+    batch: _Batch,
+    columns_of: dict[str, MetricColumns],
+    cfg: GateConfig,
+    floor: int,
+    block_tail: float,
+    critical: float,
+) -> list[GateResult]:
+    """Decide one prepared batch: per-gate bounds for passes, family-wise bounds for blocks."""
+    facts, boot = batch.facts, batch.boot
+    tail = (1 - cfg.confidence) / 2
+    lo_all = column_bounds(facts, boot, tail, upper=False)
+    hi_all = column_bounds(facts, boot, tail, upper=True)
+    block_all = column_bounds(facts, boot, block_tail, upper=True)
+    needed_nonzero = minimum_nonzero(block_tail)
+    mde_factor = critical + normal_quantile(1 - POWER)
     out: list[GateResult] = []
-    for i, g in enumerate(batch):
+    for i, g in enumerate(batch.gates):
         p = g.policy
-        n_pairs = pairs[i]
-        bmean = _finite(float(np.nanmean(columns_of[p.name].baseline[g.mask]))) if n_pairs else None
-        cmean = _finite(float(np.nanmean(columns_of[p.name].candidate[g.mask]))) if n_pairs else None
-        common = dict(
+        cols = columns_of[p.name]
+        n_pairs = batch.pairs[i]
+        common: dict[str, Any] = dict(
             metric=p.name,
             slice=g.key,
             gating=g.gating,
             higher_is_better=p.higher_is_better,
             n=n_pairs,
-            clusters=len({clusters[k] for k in np.flatnonzero(g.mask)}) if clusters is not None else None,
-            baseline_mean=bmean,
-            candidate_mean=cmean,
+            baseline_mean=_finite(float(np.nanmean(cols.baseline[g.mask]))) if n_pairs else None,
+            candidate_mean=_finite(float(np.nanmean(cols.candidate[g.mask]))) if n_pairs else None,
             margin=p.margin,
             floor=p.floor,
             ceiling=p.ceiling,
             note=p.note,
         )
-        skipped = skip_reason(n_pairs, cfg.min_pairs)
+        skipped = skip_reason(n_pairs, floor)
         if skipped:
-            delta = _finite(float(np.mean(columns_of[p.name].diff[g.mask]))) if n_pairs else None
+            delta = _finite(float(np.mean(cols.diff[g.mask]))) if n_pairs else None
             out.append(GateResult(**common, delta=delta, decision="skipped", reason=skipped))
             continue
-        lo, hi = float(boot.lo[i]), float(boot.hi[i])
-        decision = interval_decision(lo, hi, p.margin)
-        reason = interval_reason(decision, lo, hi, p.margin)
+        method = facts.method[i]
+        clustered = method.startswith("cluster-")
+        lo, hi, block_hi = float(lo_all[i]), float(hi_all[i]), float(block_all[i])
+        nonzero = int(facts.nonzero[i])
+        decision, reason = gate_decision(
+            lo, hi, block_hi, p.margin, nonzero=nonzero, needed_nonzero=needed_nonzero, method=method
+        )
         cand_lo = cand_hi = None
-        if i in level_col:
-            j = level_col[i]
-            cand_lo, cand_hi = float(boot.lo[j]), float(boot.hi[j])
-            breach = level_breach(cand_lo, cand_hi, p.floor, p.ceiling)
+        if i in batch.level_cols:
+            low, high = batch.level_cols[i]
+            if low is not None:
+                cand_lo, cand_hi = float(lo_all[low]), float(hi_all[low])
+            if high is not None:
+                cand_lo, cand_hi = -float(hi_all[high]), -float(lo_all[high])
+            breach = level_breach(
+                -float(block_all[high]) if high is not None else cand_lo,
+                float(block_all[low]) if low is not None else cand_hi,
+                p.floor,
+                p.ceiling,
+            )
             if breach:
                 decision, reason = "block", breach
-        se = boot.se[i] if clusters is not None else boot.sd[i] / math.sqrt(n_pairs)
-        mde = _finite(minimum_detectable_effect(float(se), confidence=level)) if math.isfinite(se) else None
+        se, sd = float(facts.se[i]), float(facts.sd[i])
+        need = float(pairs_needed(sd if math.isfinite(sd) else 0.0, p.margin, confidence=cfg.confidence))
+        pairs_to_pass = int(need) if math.isfinite(need) else None
+        underpowered = decision != "pass" and pairs_to_pass is not None and n_pairs < pairs_to_pass
+        if underpowered and decision == "review":
+            reason = f"{reason}; underpowered: {pairs_to_pass} pairs needed to decide at margin {p.margin:g}"
+        mde = _finite(mde_factor * se) if math.isfinite(se) else None
         out.append(
             GateResult(
                 **common,
-                delta=_finite(boot.estimate[i]),
+                clusters=int(facts.units[i]) if clustered else None,
+                method=method,
+                unit="cluster" if clustered else "case",
+                nonzero=nonzero,
+                delta=_finite(float(facts.estimate[i])),
                 lo=lo,
                 hi=hi,
+                block_hi=block_hi,
                 candidate_lo=cand_lo,
                 candidate_hi=cand_hi,
                 decision=decision,
                 reason=reason,
                 mde=mde,
                 mde_exceeds_margin=bool(mde is not None and mde > p.margin),
+                pairs_needed=pairs_to_pass,
+                underpowered=underpowered,
             )
         )
     return out

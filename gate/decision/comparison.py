@@ -14,7 +14,7 @@ from gate.core.strict import StrictModel
 from gate.decision.decide import Decision, Overall
 from gate.model.artifact import RunArtifact
 
-COMPARISON_SCHEMA_VERSION = 1
+COMPARISON_SCHEMA_VERSION = 2  # 2: per-gate method, unit, block bound and power; family settings
 
 
 class RunIdentity(StrictModel):
@@ -100,15 +100,29 @@ class DatasetChange(StrictModel):
 class Settings(StrictModel):
     margin: float
     confidence: float
-    # the level every interval was computed at (differs from confidence in family-wise mode)
+    # the two-sided level of every gate's [lo, hi] (a pass needs lo >= -margin at this level)
     interval_confidence: float
-    interval: Literal["percentile", "bca"]
+    # auto: each gate's interval chosen by its data (GateResult.method); percentile: bootstrap
+    interval: Literal["auto", "percentile"]
     resamples: int
     seed: int
-    min_pairs: int
+    min_pairs: int  # the pairs floor in force (configured, or derived)
     family_wise: bool
+    # distinct gating gates that can block (identical columns counted once)
     family_size: int
+    # how the family's block bound was set: max-statistic | bonferroni | none (per gate)
+    family_method: str = "none"
+    # critical value c of the block bound (per gate: z of (1 + confidence) / 2)
+    family_critical: float | None = None
+    # one-sided level of each gate's block bound: 1 - Φ(-c)
+    block_confidence: float | None = None
+    # non-zero differences a block needs at that level: ceil(log2(1 / (1 - block_confidence)))
+    min_nonzero: int | None = None
+    # inform | review: what an underpowered gate's review does to the overall decision
+    underpowered: str = "inform"
+    # the case field whose clusters were resampled (None: cases), and where it came from
     cluster_by: str | None = None
+    cluster_source: Literal["config", "default"] | None = None
     slices: list[str]
     gate_slices: list[str]
 
@@ -121,7 +135,12 @@ class GateResult(StrictModel):
     gating: bool  # counts toward the overall decision
     higher_is_better: bool
     n: int  # pairs
-    clusters: int | None = None  # clusters holding the pairs (cluster bootstrap only)
+    clusters: int | None = None  # clusters holding the pairs (when clusters were resampled)
+    # the interval behind the decision: tango | t | bootstrap | cluster-t | cluster-bootstrap |
+    # no-change (no pair changed) | percentile (forced); None when skipped
+    method: str | None = None
+    unit: Literal["case", "cluster"] | None = None  # what the interval treats as independent
+    nonzero: int | None = None  # units whose difference is not zero
     baseline_mean: float | None = None
     candidate_mean: float | None = None
     delta: float | None = None
@@ -132,10 +151,16 @@ class GateResult(StrictModel):
     ceiling: float | None = None
     candidate_lo: float | None = None
     candidate_hi: float | None = None
+    block_hi: float | None = None  # the family-wise upper bound a block needs below zero
     decision: Decision
     reason: str
+    # smallest true drop that blocks with 80% probability at the family-wise level: (c + 0.84) SE
     mde: float | None = None
     mde_exceeds_margin: bool = False
+    # pairs to pass with 80% probability at true zero change (never below the no-change floor)
+    pairs_needed: int | None = None
+    # cannot reach its margin with the pairs it has (n < pairs_needed) and did not pass
+    underpowered: bool = False
     note: str | None = None  # why a shown gate does not count
 
 

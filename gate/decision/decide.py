@@ -1,25 +1,27 @@
-"""Non-inferiority gates: from a paired interval to pass / review / block (design.md).
+"""Non-inferiority gates: from calibrated intervals to pass / review / block (docs/gate.md).
 
 For one metric and slice, ``d = candidate - baseline`` per paired case, sign-flipped for
-metrics where lower is better, so a positive ``d`` is always an improvement. With the
-bootstrap interval ``[lo, hi]`` of the mean of ``d`` and the margin ``m`` (the largest drop
-we accept without discussion), checked in this order:
+metrics where lower is better, so a positive ``d`` is always an improvement. Each gate's
+interval is the one its data call for (:func:`gate.stats.column_facts`: Tango's score interval
+for 0/1 metrics, t or the bootstrap for others, clusters when the cases have them). With the
+per-gate interval ``[lo, hi]``, the family-wise upper bound ``block_hi`` and the margin ``m``,
+checked in this order:
 
-- ``lo >= -m``  -> pass   (any drop is within the margin)
-- ``hi < 0``    -> block  (a real drop: the whole interval lies below zero)
-- otherwise     -> review (inconclusive: a person decides)
+- ``lo >= -m`` -> pass. The overall pass needs every gate to pass (an intersection-union
+  test), so each gate's own one-sided bound is the right one: no multiplicity correction.
+- ``block_hi < 0`` with at least ``min_nonzero`` non-zero differences -> block. A block needs
+  evidence against one gate among many, so ``block_hi`` is simultaneous over the family of
+  distinct gates (max-statistic over the shared resamples, capped by Bonferroni).
+- otherwise -> review.
 
-Floors and ceilings act on the candidate's own level, not on the change: a metric with
-``min`` also blocks when the *candidate's interval* -- the bootstrap interval of the
-candidate's mean over the same paired cases and resamples -- lies wholly below ``min``
-(``candidate_hi < min``); ``max`` blocks when it lies wholly above (``candidate_lo > max``).
+Floors and ceilings act on the candidate's own level: ``min`` blocks when the candidate's
+family-wise upper bound lies below it, ``max`` when its lower bound lies above it.
 
-A gate with fewer than ``min_pairs`` pairs is skipped with the reason. Overall: block if any
-gating gate blocks, else review if any reviews, else pass (skipped gates do not count).
-
-Family-wise mode (``gate.family_wise``) widens every interval to the Bonferroni level
-``1 - (1 - confidence) / G`` over the G gating gates that have enough pairs, so the chance of
-any false block across the family stays at most ``(1 - confidence) / 2``.
+A gate with fewer pairs than the floor (``min_pairs``, derived from the calibration when
+unset) is skipped with the reason. A gate that did not pass and has fewer pairs than it needs
+to pass at its margin is *underpowered*: under ``gate.underpowered: inform`` (the default) its
+review does not make the overall decision review; it can still block. Overall: block if any
+gating gate blocks, else review if any counted gate reviews, else pass.
 """
 
 from __future__ import annotations
@@ -55,20 +57,12 @@ class MetricPolicy:
 
 
 def interval_decision(lo: float, hi: float, margin: float) -> Overall:
-    """The design.md rule for an interval of the oriented difference."""
+    """design.md's rule for one interval of the oriented difference (one gate, no family)."""
     if lo >= -margin:
         return "pass"
     if hi < 0:
         return "block"
     return "review"
-
-
-def interval_reason(decision: str, lo: float, hi: float, margin: float) -> str:
-    if decision == "pass":
-        return f"lower end {lo:+.4f} ≥ -margin {-margin:+.4f}"
-    if decision == "block":
-        return f"real drop: the whole interval [{lo:+.4f}, {hi:+.4f}] is below zero"
-    return f"inconclusive: [{lo:+.4f}, {hi:+.4f}] reaches below -margin {-margin:+.4f} and above zero"
 
 
 def level_breach(
@@ -97,9 +91,68 @@ def overall_decision(decisions: Iterable[str]) -> Overall:
     return "block" if worst == 3 else "review" if worst == 2 else "pass"
 
 
-def family_confidence(confidence: float, family_size: int) -> float:
-    """Bonferroni-adjusted interval level for ``family_size`` simultaneous gates."""
-    return 1 - (1 - confidence) / max(family_size, 1)
+def gate_decision(
+    lo: float,
+    hi: float,
+    block_hi: float,
+    margin: float,
+    *,
+    nonzero: int,
+    needed_nonzero: int,
+    method: str,
+) -> tuple[Overall, str]:
+    """The decision rule with calibrated intervals (docs/gate.md), and its reason.
+
+    - ``lo >= -m`` -> pass: the per-gate one-sided bound (each gate must pass on its own, an
+      intersection-union test, so no multiplicity correction is owed);
+    - ``block_hi < 0`` with at least ``needed_nonzero`` non-zero differences -> block: the
+      family-wise upper bound (simultaneous over the distinct gates) lies below zero;
+    - otherwise review.
+
+    ``method`` "no-change" (no pair changed) never reads as "no change": the interval is what
+    the pairs can rule out, and the reason says so.
+    """
+    if lo >= -margin:
+        if method == "no-change":
+            return "pass", f"no case changed; the interval [{lo:+.4f}, {hi:+.4f}] lies within the margin"
+        return "pass", f"lower end {lo:+.4f} ≥ -margin {-margin:+.4f}"
+    if block_hi < 0 and nonzero >= needed_nonzero:
+        return "block", (
+            f"real drop: the family-wise upper bound {block_hi:+.4f} is below zero "
+            f"({nonzero} non-zero differences)"
+        )
+    if method == "no-change":
+        return "review", f"no case changed, but {lo:+.4f} still reaches below -margin {-margin:+.4f}"
+    if block_hi < 0:
+        return "review", (
+            f"likely drop: the upper bound {block_hi:+.4f} is below zero but only {nonzero} differences "
+            f"are non-zero (a block needs {needed_nonzero})"
+        )
+    if hi < 0:
+        return "review", (
+            f"likely drop: [{lo:+.4f}, {hi:+.4f}] lies below zero for this gate, not across the family "
+            f"(family-wise upper bound {block_hi:+.4f})"
+        )
+    return (
+        "review",
+        f"inconclusive: [{lo:+.4f}, {hi:+.4f}] reaches below -margin {-margin:+.4f} and above zero",
+    )
+
+
+def counts_toward_overall(
+    decision: str, underpowered: bool, mode: str, hi: float | None, margin: float
+) -> bool:
+    """Whether a gating gate's decision enters the overall one.
+
+    Under ``gate.underpowered: inform`` an underpowered gate's review is left out (it could not
+    reach its margin with its pairs, so a review says little about the change) -- unless its
+    own interval lies wholly beyond the margin (``hi < -margin``): a likely drop larger than the
+    margin that is not significant across the family still needs a person. (Any ``hi < 0``
+    would do that too often by chance: about 2.5% per underpowered gate under no change.)
+    """
+    if decision != "review" or not underpowered or mode == "review":
+        return True
+    return hi is not None and hi < -margin
 
 
 def metric_policy(

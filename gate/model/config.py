@@ -143,10 +143,10 @@ CLUSTER_FIELDS = ("kind", "tags", "question", "expected_answer")
 
 
 def _cluster_field(field: str) -> str:
-    """``metadata.FIELD`` or a case field of :data:`CLUSTER_FIELDS`: a misspelt one would make every
+    """``metadata.FIELD``, a case field of :data:`CLUSTER_FIELDS`, ``auto`` or ``none``: a misspelt one would make every
     case its own cluster, i.e. silently no clustering."""
     head, dot, rest = field.partition(".")
-    if (head == "metadata" and dot and rest) or (field in CLUSTER_FIELDS):
+    if (head == "metadata" and dot and rest) or (field in CLUSTER_FIELDS) or field in ("auto", "none"):
         return field
     raise PydanticCustomError(
         "case_field",
@@ -176,15 +176,22 @@ class GateConfig(StrictModel):
     confidence: float = Field(default=0.95, gt=0, lt=1)
     resamples: int = Field(default=10_000, ge=100, le=1_000_000)
     seed: int = 0
-    min_pairs: int = Field(default=10, ge=1)
-    interval: Literal["percentile", "bca"] = "percentile"
+    # pairs below which a gate is skipped; unset: the smallest n the interval methods are
+    # calibrated at (gate.stats.CALIBRATED_MIN_PAIRS). Power, not this floor, decides the rest.
+    min_pairs: int | None = Field(default=None, ge=1)
+    # auto: the interval chosen by the data (docs/gate.md); percentile: the bootstrap everywhere
+    interval: Literal["auto", "percentile"] = "auto"
     # slice dimensions shown in reports: "kind", "tags", or "tags:NAME" / "metadata.FIELD"
     slices: list[SliceDimension] = Field(default_factory=lambda: ["kind", "tags"])
     # slice dimensions that gate (default: all shown ones)
     gate_slices: list[SliceDimension] | None = None
-    # case field whose values form clusters for the bootstrap, e.g. metadata.document_id
-    cluster_by: ClusterField | None = None
-    family_wise: bool = False
+    # case field whose values form clusters, e.g. metadata.document_id; "auto": the document id
+    # when the cases carry one (over enough documents); null or "none": resample cases
+    cluster_by: ClusterField | None = "auto"
+    # blocks controlled over the family of distinct gates (passes are per gate either way)
+    family_wise: bool = True
+    # what an underpowered gate's review does to the overall decision: inform (nothing) | review
+    underpowered: Literal["inform", "review"] = "inform"
     fail_on: Literal["block", "review", "never"] = "block"
     # metrics that gate: "all" gates every scored, non-diagnostic metric
     include: Literal["all"] | list[str] = "all"
