@@ -543,7 +543,8 @@ def _decide_batch(
         underpowered = decision != "pass" and pairs_to_pass is not None and n_pairs < pairs_to_pass
         if underpowered and decision == "review":
             reason = f"{reason}; underpowered: {pairs_to_pass} pairs needed to decide at margin {p.margin:g}"
-        mde = _finite(mde_factor * se) if math.isfinite(se) else None
+        # With no spread (no pair changed) there is no detectable effect to speak of.
+        mde = _finite(mde_factor * se) if math.isfinite(se) and se > 0 else None
         out.append(
             GateResult(
                 **common,
