@@ -117,11 +117,18 @@ def _hostile_comparison() -> tuple[str, Comparison, RunArtifact, RunArtifact, Re
 
 
 def _dropped_case(comparison: Comparison, base: RunArtifact, cand: RunArtifact) -> tuple[str, str]:
-    """(question, candidate answer) of a case that dropped on a blocking gate, from the rows."""
-    g = next(
-        g
-        for g in comparison.gates
-        if g.gating and g.decision == "block" and g.metric != "adapter.failure_rate"
+    """(question, candidate answer) of a case that dropped on a blocking gate (else on the
+    reviewed gate reaching lowest), from the rows."""
+    g = min(
+        (
+            g
+            for g in comparison.gates
+            if g.gating
+            and g.decision in ("block", "review")
+            and g.metric != "adapter.failure_rate"
+            and g.lo is not None
+        ),
+        key=lambda g: (g.decision != "block", g.lo),
     )
     base_by_id = {r.case_id: r for r in base.rows}
     sign = 1.0 if g.higher_is_better else -1.0
@@ -226,11 +233,12 @@ def _check(
 
 def test_demo_comment_fits_one_screen_as_github_renders_it(demo, tmp_path: Path, update_golden: bool) -> None:
     markdown, comparison, base, cand = demo
-    assert comparison.overall == "block"
-    assert {g.slice for g in comparison.gates if g.gating and g.decision == "block"} == {"tags=topic:billing"}
+    # the billing losses are beyond the margin for the slice, not a block across the family
+    assert comparison.overall == "review"
+    assert not [g for g in comparison.gates if g.gating and g.decision == "block"]
     m = _check(markdown, comparison, base, cand, tmp_path, set())
-    # the why names the worst blocking gate
-    assert "Why: answer.numeric_match on tags=topic:billing dropped: Δ −0.467" in m["visibleText"]
+    # the why names the gate reaching lowest
+    assert "answer.token_f1 on tags=topic:billing (Δ −0.406" in m["visibleText"]
     if update_golden:
         screenshot(page(cmark(markdown), WIDTH), WIDTH, int(m["closedHeight"]) + 36, SCREENSHOT)
 
