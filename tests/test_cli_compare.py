@@ -79,7 +79,7 @@ def test_block_exits_1_unless_fail_on_never(runs, tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0] == (
         "ragproof compare: block: retrieval.hit_rate_at_k on all dropped: Δ −0.053, "
-        "95% interval [−0.090, −0.017] lies wholly below zero."
+        "95% interval [−0.094, −0.016] lies wholly below zero."  # Tango score interval
     )
     decision = json.loads((tmp_path / "d.json").read_text())
     # the counts add up to the gates of the --json document
@@ -87,7 +87,7 @@ def test_block_exits_1_unless_fail_on_never(runs, tmp_path):
     assert lines[1].startswith(f"  {total} gates: ")
     # every case is qa: all and kind=qa are one line, in the comment's order
     assert (
-        "  block  retrieval.hit_rate_at_k [all = kind=qa] 0.693 → 0.640, Δ −0.053 [−0.090, −0.017], "
+        "  block  retrieval.hit_rate_at_k [all = kind=qa] 0.693 → 0.640, Δ −0.053 [−0.094, −0.016], "
         "300 pairs: real drop"
     ) in lines
     assert ragproof("compare", "b300", "c300", "--fail-on", "never", cwd=runs).returncode == 0

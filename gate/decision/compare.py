@@ -422,8 +422,7 @@ def _prepare_batch(
     Columns: each gate's oriented differences (empty below the pairs floor: nothing to
     resample), then the candidate-level columns of gates with a floor or ceiling. The block
     family holds the gating columns that can block at all -- differences with at least
-    ``minimum_nonzero`` non-zero units at the per-gate level, and level columns -- with a
-    positive standard error; identical columns (``all`` and ``kind=qa`` when every case is
+    ``minimum_nonzero`` non-zero units at the per-gate level, and level columns; identical columns (``all`` and ``kind=qa`` when every case is
     qa, two metrics that always agree) count once.
     """
     n = batch[0].mask.size
@@ -453,13 +452,16 @@ def _prepare_batch(
     scale = np.zeros(matrix.shape[1])
     for j in range(matrix.shape[1]):
         i = owner.get(j, j)
-        se = float(facts.se[j])
-        if not batch[i].gating or pairs[i] < floor or not (math.isfinite(se) and se > 0):
+        if not batch[i].gating or pairs[i] < floor:
             continue
         if j < len(batch) and facts.nonzero[j] < can_block:
             continue
         family.seen.add(np.ascontiguousarray(matrix[:, j]).tobytes())
-        scale[j] = 1.0 / se
+        se = float(facts.se[j])
+        # A column without spread (every pair changed alike) counts in the family but has no
+        # standardised deviation to add to the max-statistic.
+        if math.isfinite(se) and se > 0:
+            scale[j] = 1.0 / se
     in_family = cfg.family_wise and bool(np.any(scale > 0))
     boot = None
     if in_family or facts.needs_bootstrap():

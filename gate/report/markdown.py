@@ -31,6 +31,7 @@ from pydantic import field_validator
 
 from gate.core.strict import StrictModel
 from gate.decision.comparison import Comparison, GateResult
+from gate.decision.decide import counts_toward_overall
 from gate.model.artifact import RunArtifact
 from gate.model.slices import ALL_SLICE
 from gate.report.cases import CaseMove, PairedCases, Side, group_identical
@@ -442,7 +443,14 @@ def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[
         _rows(group_identical([g for g in comparison.gating() if g.decision in ("block", "review")], paired))
     )
     first = [r for r in rows if r.lead.decision == "block"][:BLOCK_ROWS]
-    first += [r for r in rows if r.lead.decision == "review"][: max(0, ATTENTION_ROWS - len(first))]
+    # Reviews that make the overall decision review come before those of underpowered gates
+    # that only inform (gate.underpowered: inform).
+    mode = comparison.settings.underpowered
+    reviews = [r for r in rows if r.lead.decision == "review"]
+    reviews.sort(
+        key=lambda r: not counts_toward_overall("review", r.lead.underpowered, mode, r.lead.hi, r.lead.margin)
+    )
+    first += reviews[: max(0, ATTENTION_ROWS - len(first))]
     chosen = {id(r) for r in first}
     return [r for r in rows if id(r) in chosen], [r for r in rows if id(r) not in chosen]
 
