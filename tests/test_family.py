@@ -48,9 +48,11 @@ def test_demo_as_shipped_reviews_the_billing_drop(demo):
     assert g.hi < -g.margin and g.block_hi > 0
     assert g.decision == "review" and g.reason.startswith("likely drop")
     assert result.overall == "review"
-    # decided as independent cases, the same evidence blocks
+    # decided as independent cases, the same evidence reaches about zero (it blocks at 10,000
+    # resamples, docs/gate.md): the pages, not the questions, are what the data have
     cases = compare_runs(baseline, candidate, config.model_copy(update={"cluster_by": None}))
-    assert cases.overall == "block"
+    [h] = [x for x in cases.gates if (x.metric, x.slice) == (g.metric, g.slice)]
+    assert h.method == "tango" and h.block_hi < 0.005 < g.block_hi
 
 
 def test_demo_family_null_blocks_rarely(demo):
