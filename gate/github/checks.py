@@ -1,9 +1,15 @@
-"""The check run on the pull request's head commit.
+"""The check run on the commit that was evaluated.
 
 ``POST /repos/{owner}/{repo}/check-runs`` with ``status: completed`` and a conclusion:
-pass -> success, review -> neutral, block -> failure; no baseline -> neutral. GitHub caps
-``output.title``, ``.summary`` and ``.text`` at 65,535 characters each: longer values are cut
-at a line boundary below the cap and say so.
+pass -> success, review -> ``action_required`` by default (a required check counts
+``success``, ``neutral`` and ``skipped`` as passing, so ``review`` must not be neutral unless
+the workflow says so: input ``review-conclusion``), block -> failure; no baseline -> neutral
+(nothing to protect yet); a result accepted by a maintainer -> success.
+
+GitHub caps ``output.summary`` and ``.text`` at 65,535 **bytes** each (UTF-8; a report with
+non-ASCII text can be far longer in bytes than in characters): longer values are cut at a
+line boundary below the cap, never inside a character, and say so. Should GitHub still refuse
+the output (422), the check is created once more with a summary a quarter of that size.
 """
 
 from __future__ import annotations
@@ -16,20 +22,44 @@ from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.models import CheckRun, parse_response
 
 PERMISSION = "checks: write"
-OUTPUT_LIMIT = 65_535
+OUTPUT_LIMIT = 65_535  # bytes of UTF-8, per output field
+RETRY_LIMIT = OUTPUT_LIMIT // 4
+TITLE_LIMIT = 1_000
 _CUT_NOTE = "\n\n… (truncated: the full report is in the job summary and the run artifact)"
 
-Conclusion = Literal["success", "neutral", "failure"]
-CONCLUSION_OF_DECISION: dict[str, Conclusion] = {"pass": "success", "review": "neutral", "block": "failure"}
+Conclusion = Literal["success", "neutral", "failure", "action_required"]
+ReviewConclusion = Literal["action_required", "failure", "neutral"]
+CONCLUSION_OF_DECISION: dict[str, Conclusion] = {
+    "pass": "success",
+    "review": "action_required",
+    "block": "failure",
+}
 
 
-def fit(text: str, limit: int = OUTPUT_LIMIT - 1) -> str:
-    """``text`` if shorter than ``limit`` + 1, else cut at a line boundary with a note."""
-    if len(text) <= limit:
+def conclusion_for(decision: str, review: ReviewConclusion = "action_required") -> Conclusion:
+    """The check conclusion of a gate decision; ``review`` maps to the configured one."""
+    return review if decision == "review" else CONCLUSION_OF_DECISION[decision]
+
+
+def utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def fit(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    """``text`` if at most ``limit`` UTF-8 bytes, else cut at a line boundary with a note.
+
+    The cut is made on the encoded bytes and decoded with ``errors="ignore"``, so a character
+    split by the cut is dropped whole; the result (note included) is at most ``limit`` bytes.
+    A line boundary is used when one lies in the second half of the room, else the raw cut;
+    a ``limit`` too small for the note gets the cut alone.
+    """
+    data = text.encode("utf-8")
+    if len(data) <= limit:
         return text
-    room = limit - len(_CUT_NOTE)
-    cut = text.rfind("\n", 0, room)
-    return text[: cut if cut > room // 2 else room] + _CUT_NOTE
+    note = _CUT_NOTE if utf8_len(_CUT_NOTE) < limit else ""  # no room for the note: cut only
+    room = limit - utf8_len(note)
+    cut = data.rfind(b"\n", 0, room)
+    return data[: cut if cut > room // 2 else room].decode("utf-8", errors="ignore") + note
 
 
 @dataclass(frozen=True)
@@ -50,8 +80,12 @@ def create_check_run(
     text: str | None = None,
     details_url: str | None = None,
 ) -> CheckResult:
-    """Create a completed check run; a token without ``checks: write`` gives ``created=False``."""
-    output = {"title": fit(title, 1000), "summary": fit(summary)}
+    """Create a completed check run; a token without ``checks: write`` gives ``created=False``.
+
+    A 422 (GitHub refusing the output) is answered by one more attempt with the summary cut to
+    :data:`RETRY_LIMIT` bytes and no text, so the check is still created.
+    """
+    output = {"title": fit(title, TITLE_LIMIT), "summary": fit(summary)}
     if text:
         output["text"] = fit(text)
     params: dict[str, object] = {
@@ -64,10 +98,15 @@ def create_check_run(
     }
     if details_url:
         params["details_url"] = details_url
-    try:
-        data = client.call("checks.create", permission=PERMISSION, **params)
-    except GitHubAPIError as exc:
-        if exc.status == 403 and not exc.rate_limited:
-            return CheckResult(None, False, str(exc))
-        raise
-    return CheckResult(parse_response(CheckRun, data, "check run").html_url, True)
+    for attempt in range(2):
+        try:
+            data = client.call("checks.create", permission=PERMISSION, **params)
+        except GitHubAPIError as exc:
+            if exc.status == 403 and not exc.rate_limited:
+                return CheckResult(None, False, str(exc))
+            if exc.status == 422 and attempt == 0:
+                params["output"] = {"title": output["title"], "summary": fit(summary, RETRY_LIMIT)}
+                continue
+            raise
+        return CheckResult(parse_response(CheckRun, data, "check run").html_url, True)
+    raise AssertionError("unreachable: the second attempt returns or raises")
