@@ -28,7 +28,6 @@ SUITE="${RAGPROOF_SMOKE_SUITE:-$(host_suite)}"
 BASE_IMAGE="${RAGPROOF_SMOKE_BASE:-localhost/pybase:$SUITE}"
 IMAGE="${RAGPROOF_SMOKE_IMAGE:-localhost/ragproof-action:smoke}"
 PYTHON="${PYTHON:-python3}"
-HEAD_SHA="a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 MAIN_SHA="c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1"
 
 log() { printf 'container smoke: %s\n' "$*"; }
@@ -170,9 +169,16 @@ grep -q '^run-dir=.ragproof/run$' "$JOB/file_commands/set_output"  # relative: h
 rm -rf "$JOB/baseline"
 cp -r "$JOB/workspace/.ragproof/run" "$JOB/baseline"
 
+# The pull request's checkout: a real commit, which the action checks is the PR's head.
+fresh_job
+git -C "$JOB/workspace" init -q
+git -C "$JOB/workspace" add -A
+git -C "$JOB/workspace" -c user.name=dev -c user.email=dev@example.com commit -q -m "pull request"
+HEAD_SHA="$(git -C "$JOB/workspace" rev-parse HEAD)"
+
 log "starting the GitHub API test server"
 rm -f "$JOB/api-url"
-"$PYTHON" "$ROOT/tests/servers/github_server.py" --scenario pull-request \
+"$PYTHON" "$ROOT/tests/servers/github_server.py" --scenario pull-request --head-sha "$HEAD_SHA" \
     --baseline-dir "$JOB/baseline" --ready-file "$JOB/api-url" >"$JOB/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 100); do
@@ -183,7 +189,6 @@ done
 api_url="$(cat "$JOB/api-url")"
 
 log "pull_request #7 against $api_url"
-fresh_job
 cat >"$JOB/workflow/event.json" <<EOF
 {"action": "synchronize", "number": 7,
  "repository": {"id": 1001, "full_name": "acme/rag", "default_branch": "main"},

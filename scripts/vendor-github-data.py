@@ -52,6 +52,9 @@ OPERATIONS = {
     "issues/create-comment": "issues.create_comment",
     "issues/update-comment": "issues.update_comment",
     "checks/create": "checks.create",
+    # who applied the accept label, and with which permission (gate/github/accept.py)
+    "issues/list-events": "issues.list_events",
+    "repos/get-collaborator-permission-level": "repos.get_collaborator_permission_level",
 }
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options"}
 _MAX_IN_TEXT = re.compile(r"\(max (\d+)\)")

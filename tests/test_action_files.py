@@ -17,8 +17,15 @@ WORKFLOWS = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
 ISSUE_INPUTS = {
     "config", "github-token", "mode", "candidate", "baseline-artifact", "baseline-workflow",
     "pr-number", "comment", "check-name", "fail-on", "out", "allow-mixed-judges", "install",
+    # issue 11: trust
+    "review-conclusion", "accept-label", "comment-author", "allow-pull-request-target",
+    "candidate-workflow", "store-dir", "judge-provider", "judge-model", "judge-base-url",
+    "judge-api-key-env",
 }  # fmt: skip
-ISSUE_OUTPUTS = {"decision", "run-dir", "report", "comment-url", "baseline-run-id", "baseline-sha"}
+ISSUE_OUTPUTS = {
+    "decision", "run-dir", "report", "comment-url", "baseline-run-id", "baseline-sha",
+    "accepted-by", "policy-changed",
+}  # fmt: skip
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -81,6 +88,9 @@ def test_action_yml_documents_every_input_and_output() -> None:
     assert inputs["github-token"]["default"] == "${{ github.token }}"
     assert inputs["config"]["default"] == "ragproof.yaml"
     assert inputs["baseline-artifact"]["default"] == "ragproof-run"
+    assert inputs["review-conclusion"]["default"] == "action_required"
+    assert inputs["accept-label"]["default"] == "ragproof:accept"
+    assert inputs["allow-pull-request-target"]["default"] == "false"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)

@@ -18,8 +18,10 @@ import pytest
 from github_helpers import REPO_ROOT, ActionRun, pull_request_event, run_action
 from servers.github_server import BOT, GitHubServer, GitHubState, pull_request_scenario, zip_directory
 
+from gate.github.flow import checkout_head
+
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "action_project"
-HEAD = "a1" * 20
+HEAD = "a1" * 20  # the scenario's PR head, until a test checks out a real commit
 MERGE_BASE = "c1" * 20
 MARKER = "<!-- ragproof:ragproof -->"
 SECRETS = {
@@ -36,9 +38,53 @@ def _project(root: Path) -> Path:
     return workspace
 
 
-def _real_run(root: Path, misses: int) -> Path:
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "dev",
+    "GIT_AUTHOR_EMAIL": "dev@example.com",
+    "GIT_COMMITTER_NAME": "dev",
+    "GIT_COMMITTER_EMAIL": "dev@example.com",
+    "GIT_AUTHOR_DATE": "2026-03-01T02:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-03-01T02:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
+
+
+def _git(workspace: Path, *args: str) -> str:
+    env = {"PATH": os.environ["PATH"], **GIT_ENV}
+    proc = subprocess.run(["git", *args], cwd=workspace, env=env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def checkout(workspace: Path) -> str:
+    """Commit the workspace as it is (a real checkout of the pull request) and return HEAD."""
+    if not (workspace / ".git").exists():
+        _git(workspace, "init", "-q")
+        (workspace / ".gitignore").write_text("seen-env.json\n.ragproof/\n")
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-q", "--allow-empty", "-m", "pull request")
+    return _git(workspace, "rev-parse", "HEAD")
+
+
+def _as_pr_head(state: GitHubState, sha: str, number: int = 7) -> None:
+    """The pull request's head is ``sha`` (a commit on the merge base, as HEAD was)."""
+    if sha not in state.commits:
+        state.add_commit(sha, [MERGE_BASE], datetime(2026, 3, 1, 2, tzinfo=UTC))
+    state.pulls[number]["head"]["sha"] = sha
+    state.branches["feature"] = sha
+
+
+def _real_run(root: Path, misses: int, *, edit=None, env: dict[str, str] | None = None) -> Path:
+    """A real ``ragproof run`` of the fixture project (``edit(workspace)`` first) into root/run."""
     workspace = _project(root)
-    env = {**os.environ, "PIPELINE_MISSES": str(misses), "PIPELINE_SEEN_FILE": str(root / "seen.json")}
+    if edit is not None:
+        edit(workspace)
+    env = {
+        **os.environ,
+        "PIPELINE_MISSES": str(misses),
+        "PIPELINE_SEEN_FILE": str(root / "seen.json"),
+        **(env or {}),
+    }
     subprocess.run(
         [sys.executable, "-m", "gate", "run", "-c", "ragproof.yaml", "--out", str(root / "run")],
         cwd=workspace,
@@ -73,14 +119,18 @@ def server(state: GitHubState) -> Iterator[GitHubServer]:
 
 
 def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> ActionRun:
+    """Run the action on PR #7, checked out at a real commit of the workspace (its head)."""
     if not (tmp_path / "workspace").exists():
         _project(tmp_path)
+    head = checkout(tmp_path / "workspace")
+    if kw.pop("move_head", True) and 7 in server.state.pulls:
+        _as_pr_head(server.state, head)
     extra = {**SECRETS, "PIPELINE_MISSES": str(misses), **kw.pop("extra_env", {})}
     return run_action(
         tmp_path,
         server.url,
         event_name=kw.pop("event_name", "pull_request"),
-        event=kw.pop("event", pull_request_event()),
+        event=kw.pop("event", None) or pull_request_event(head_sha=head),
         inputs=kw.pop("inputs", {}),
         extra_env=extra,
         **kw,
@@ -106,7 +156,7 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
     (check,) = state.check_runs
     assert (check["name"], check["head_sha"], check["status"], check["conclusion"]) == (
         "ragproof",
-        HEAD,  # pull_request.head.sha, not GITHUB_SHA (the merge commit)
+        state.pulls[7]["head"]["sha"],  # pull_request.head.sha (the checkout), not GITHUB_SHA
         "completed",
         "success",
     )
@@ -127,7 +177,7 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
     assert (result.workspace / result.outputs["report"]).read_text() == comment["body"]
     # run.json records the head commit that ran, not the merge commit in GITHUB_SHA.
     meta = json.loads((result.workspace / ".ragproof" / "run" / "run.json").read_text())
-    assert meta["git"]["commit"] == HEAD
+    assert meta["git"]["commit"] == state.pulls[7]["head"]["sha"] == checkout_head(result.workspace)
     assert "✅ Passed" in result.summary
     assert "::add-mask::ghs_write" in result.stdout and "::add-mask::sk-judge-secret" in result.stdout
     # The pipeline was imported after every credential had left the process environment.
@@ -265,7 +315,8 @@ def test_dispatch_rerun_for_a_pull_request(tmp_path: Path, server: GitHubServer)
     )
     assert result.returncode == 0, result.stderr
     assert len(_ours(server.state)) == 1
-    assert server.state.check_runs[0]["head_sha"] == HEAD  # from the pulls API
+    # from the pulls API, and the commit checked out
+    assert server.state.check_runs[0]["head_sha"] == server.state.pulls[7]["head"]["sha"]
     assert any(r["path"] == "/repos/acme/rag/pulls/7" for r in server.state.requests)
 
 
@@ -364,6 +415,7 @@ def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: G
             sha=MERGE_BASE,
             ref="refs/heads/main",
             workflow_file="fork-safe-gate.yml",
+            inputs={"baseline-workflow": "fork-safe-candidate.yml"},
         )
     assert result.returncode == 1, result.stderr
     assert not (result.workspace / "seen-env.json").exists()  # nothing from the PR was executed
@@ -380,7 +432,12 @@ def test_workflow_run_does_not_post_on_a_pr_that_moved_on(tmp_path: Path, state:
     event = _fork_world(state, runs, pr_head="f2" * 20)
     with GitHubServer(state) as server:
         result = _pr(
-            tmp_path, server, event_name="workflow_run", event=event, workflow_file="fork-safe-gate.yml"
+            tmp_path,
+            server,
+            event_name="workflow_run",
+            event=event,
+            workflow_file="fork-safe-gate.yml",
+            inputs={"baseline-workflow": "fork-safe-candidate.yml"},
         )
     assert result.returncode == 0, result.stderr
     assert "has moved on to f2f2f2f" in result.stdout

@@ -1,10 +1,12 @@
 """``ragproof action``: the entrypoint of the GitHub Action's container.
 
-Reads the job's context (``GITHUB_*``, the event file, ``INPUT_*``) once, masks the secrets,
-removes every credential from the process environment before any user code runs (the
-``install`` command, a ``python`` adapter importing the pipeline), then runs the flow of
-:mod:`gate.github.flow` for the event and writes the report, the job summary and the step's
-outputs. Exit codes are those of ``ragproof compare`` (0 on push/baseline runs).
+Reads the job's context (``GITHUB_*``, the event file, ``INPUT_*``) once, refuses
+``pull_request_target`` unless allowed, masks the secrets, removes every credential from the
+process environment before any user code runs (the ``install`` command, a ``python`` adapter
+importing the pipeline), then runs the flow of :mod:`gate.github.flow` for the event (which
+calls ``install`` only after its checks, right before the pipeline) and writes the report, the
+job summary and the step's outputs. Exit codes are those of ``ragproof compare`` (0 on
+push/baseline runs). The run store lives in :func:`store_directory`, never in the checkout.
 
 Paths in the outputs are relative to the workspace: the container sees the workspace at
 ``/github/workspace`` while later steps of the job run on the host, in the same directory.
@@ -78,6 +80,56 @@ def _scrub_process_environment(judge_key_env: str | None) -> None:
         os.environ.pop(name, None)
 
 
+def store_directory(ctx: object, env: Environment) -> Path:
+    """Where the run store and judge cache live: the ``store-dir`` input (a directory the
+    workflow restored, which must hold no file of the checkout), else a fresh directory under
+    ``RUNNER_TEMP``. Never a path the pull request's checkout controls."""
+    import subprocess
+    import tempfile
+
+    from gate.core.errors import UsageError
+
+    workspace: Path = ctx.workspace  # type: ignore[attr-defined]
+    given = ctx.inputs.store_dir  # type: ignore[attr-defined]
+    if given:
+        path = ctx.workspace_path(given)  # type: ignore[attr-defined]
+        inside = path.resolve().is_relative_to(workspace.resolve())
+        if inside:
+            try:
+                tracked = subprocess.run(
+                    ["git", "-c", f"safe.directory={workspace}", "ls-files", "--", str(path)],
+                    cwd=workspace,
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                    check=False,
+                    env={
+                        "PATH": env.get("PATH") or "/usr/bin:/bin",
+                        "GIT_CONFIG_NOSYSTEM": "1",
+                        "HOME": "/nonexistent",
+                    },
+                )
+            except OSError:
+                raise UsageError(
+                    f"input store-dir ({given}): inside the workspace, and git is not available to show "
+                    "that no file of the checkout is in it; restore the store outside the workspace "
+                    "(in the container: under /github/home, which is the runner's "
+                    "${{ runner.temp }}/_github_home)"
+                ) from None
+            if tracked.returncode == 0 and tracked.stdout.strip():
+                first = tracked.stdout.splitlines()[0]
+                raise UsageError(
+                    f"input store-dir ({given}): holds {first}, a file of the checkout; the store must be a "
+                    "directory the workflow restored (e.g. with actions/cache), never one a commit can fill"
+                )
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    root = env.get("RUNNER_TEMP")
+    if root:
+        Path(root).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="ragproof-store-", dir=root or None))
+
+
 def _install(command: str, env: Environment, commands: object) -> None:
     import subprocess
 
@@ -94,35 +146,51 @@ def _run(env: Environment) -> int:
 
     from gate.commands._common import load_checked_config
     from gate.github.context import build_context
-    from gate.github.flow import ActionFlow
+    from gate.github.flow import ActionFlow, refuse_dangerous_event
     from gate.github.workflow import WorkflowCommands
+    from gate.model.config import Config
 
     ctx = build_context(env)
+    # Before anything is read from the checkout: an event that hands secrets to PR code.
+    refuse_dangerous_event(ctx.event_name, ctx.inputs.allow_pull_request_target)
     commands = WorkflowCommands(output_path=ctx.output_path, summary_path=ctx.summary_path)
     if ctx.token is not None:
         commands.add_mask(ctx.token.get_secret_value())
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)
     config = load_checked_config(ctx.workspace_path(ctx.inputs.config), env)
-    judge_key_env = config.judge.api_key_env
-    judge_key = env.get(judge_key_env)
-    if judge_key:
-        commands.add_mask(judge_key)
 
     # The judge key stays in the Environment snapshot (the judge reads it from there) but
     # leaves os.environ; the pipeline's Environment has no GitHub credential, and the
-    # adapters withhold the judge key from it. `install` runs user code: the same rule as a
-    # command pipeline.
-    _scrub_process_environment(judge_key_env)
+    # adapters withhold the judge key from it. The checkout's config is the pull request's:
+    # the key variable it names, the workflow's and the default are all masked and withheld.
+    def protect(key_env: str) -> None:
+        key = env.get(key_env)
+        if key:
+            commands.add_mask(key)
+        _scrub_process_environment(key_env)
+
+    for key_env in {config.judge.api_key_env, ctx.inputs.judge_api_key_env or "OPENAI_API_KEY"}:
+        protect(key_env)
     pull = ctx.event.pull_request
     pipeline_env = pipeline_environment(env, ctx.workspace, pull.head.sha if pull else None)
-    if ctx.inputs.install:
-        from gate.adapters.secrets import pipeline_environment as allowed_for_pipeline
 
-        install_vars = allowed_for_pipeline(pipeline_env.variables, judge_key_env)
-        _install(ctx.inputs.install, Environment(variables=install_vars, cwd=ctx.workspace), commands)
+    def prepare_pipeline(run_config: Config) -> None:
+        # Called by the flow after every check, right before user code runs, with the
+        # configuration it runs with (its judge key variable may be the baseline's).
+        protect(run_config.judge.api_key_env)
+        if ctx.inputs.install:
+            from gate.adapters.secrets import pipeline_environment as allowed_for_pipeline
 
-    flow = ActionFlow(ctx, pipeline_env, commands, config)
+            install_vars = allowed_for_pipeline(pipeline_env.variables, run_config.judge.api_key_env)
+            install_vars = {
+                name: value for name, value in install_vars.items() if name != config.judge.api_key_env
+            }
+            _install(ctx.inputs.install, Environment(variables=install_vars, cwd=ctx.workspace), commands)
+
+    flow = ActionFlow(
+        ctx, pipeline_env, commands, config, install=prepare_pipeline, store_dir=store_directory(ctx, env)
+    )
     result = flow.execute()
 
     outputs = {"decision": result.decision}

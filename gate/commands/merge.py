@@ -30,7 +30,9 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         parts.append(artifact)
     meta, rows = merge_artifacts(parts)
     summary = summarize(rows, list(meta.metrics), list(meta.slices))
-    out_dir = write_artifact(resolve(env, args.out), meta, rows, summary)
+    # Parts of one run share the dataset (merge_artifacts checks its sha256): carry it on.
+    cases = next((part.cases for part in parts if part.cases is not None), None)
+    out_dir = write_artifact(resolve(env, args.out), meta, rows, summary, cases=cases)
     print(f"{meta.status}: merged {count(len(parts), 'part')}, {count(len(rows), 'case')} -> {out_dir}")
     if meta.status != "complete":
         print(f"ragproof: merged run is {meta.status}", file=sys.stderr)

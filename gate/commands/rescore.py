@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         }
     )
     summary = summarize(rescored.rows, meta.metrics, meta.slices)
-    written = write_artifact(out_dir, new_meta, rescored.rows, summary)
+    written = write_artifact(out_dir, new_meta, rescored.rows, summary, cases=dataset.cases)
     print(
         f"{status}: re-scored {len(rescored.rescored_metrics)} judge metrics on {len(rescored.rows)} rows of run "
         f"{meta.run_id} with {info.model}; {cost.judge_calls} judge calls, {cost.cache_hits} cached, "

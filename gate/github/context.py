@@ -63,6 +63,17 @@ class ActionInputs(StrictModel):
     out: str = ".ragproof/run"
     allow_mixed_judges: bool = False
     install: str | None = None
+    # -- trust (docs/action.md "Security model") --
+    review_conclusion: Literal["action_required", "failure", "neutral"] = "action_required"
+    accept_label: str = "ragproof:accept"
+    comment_author: str = "github-actions[bot]"  # the token's identity: whose comment is ours
+    allow_pull_request_target: bool = False
+    candidate_workflow: str | None = None  # workflow_run: the PR workflow's path (default: the baseline's)
+    store_dir: str | None = None  # a directory the workflow restored (judge cache); else a fresh one
+    judge_provider: Literal["openai", "anthropic"] | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = None
 
     @field_validator("check_name")
     @classmethod

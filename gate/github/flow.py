@@ -14,18 +14,37 @@ Targets, decided from the event in ``auto`` mode:
   validated); the PR is found from the run and must still have that head commit.
 
 No baseline: the comment shows the absolute scores, says there is no baseline yet and how to
-make one; the check is neutral and the step passes. Runs that cannot be compared exit 3.
+make one; the check is neutral (nothing to protect yet) and the step passes. Runs that cannot
+be compared exit 3.
+
+Trust (docs/action.md "Security model"): ``pull_request_target`` is refused unless allowed;
+a dispatch for a fork's pull request runs no code; the checkout's HEAD must be the pull
+request's head commit before any pipeline (or ``install``) runs, and the check goes on that
+commit; the policy, dataset and judge come from the baseline (:mod:`gate.github.policy`);
+a ``workflow_run`` candidate must come from the configured workflow file and is re-scored from
+its raw outputs; a maintainer's accept label turns review or block into a success
+(:mod:`gate.github.accept`).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.core.environment import Environment
-from gate.core.errors import EXIT_NOT_COMPARABLE, EXIT_OK, NotComparableError, UsageError
+from gate.core.errors import (
+    EXIT_FAILED,
+    EXIT_NOT_COMPARABLE,
+    EXIT_OK,
+    DataError,
+    NotComparableError,
+    UsageError,
+)
 from gate.decision.decide import Overall, exit_code_for
+from gate.github.accept import Acceptance, find_acceptance
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -33,11 +52,12 @@ from gate.github.baseline import (
     find_run_artifact,
     repository_info,
 )
-from gate.github.checks import CONCLUSION_OF_DECISION, Conclusion, create_check_run
+from gate.github.checks import Conclusion, ReviewConclusion, conclusion_for, create_check_run
 from gate.github.client import GitHubClient
 from gate.github.comment import marker, upsert_comment
 from gate.github.context import GitHubContext
-from gate.github.models import PullRequest, Repository
+from gate.github.models import PullRequest, Repository, WorkflowRun
+from gate.github.policy import TrustedPolicy, judge_overrides, trusted_policy
 from gate.github.pulls import get_pull, pull_for_run
 from gate.github.workflow import WorkflowCommands
 from gate.model.artifact import RunArtifact
@@ -51,6 +71,63 @@ HOW_TO_MAKE_A_BASELINE = (
     "the run directory as the {artifact} artifact (see examples/workflows/pr-gate.yml); "
     "pull requests opened after that run are compared with it."
 )
+NO_BASELINE_CHECK = "The check is neutral: with no baseline there is nothing to protect yet."
+
+
+def refuse_dangerous_event(event_name: str, allow_pull_request_target: bool) -> None:
+    """UsageError (exit 64) for ``pull_request_target`` unless the workflow allows it."""
+    if event_name == "pull_request_target" and not allow_pull_request_target:
+        raise UsageError(
+            "refusing to run on pull_request_target: it runs with this repository's secrets and a write "
+            "token, which a pull request's code could steal; use pull_request (or the fork-safe "
+            "workflow_run pair), or set allow-pull-request-target: true if you accept that risk"
+        )
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def checkout_head(workspace: Path) -> str | None:
+    """The commit checked out in ``workspace`` (``git rev-parse HEAD``), None if not a checkout.
+
+    Read from ``.git`` directly (the image needs no git; the checkout step wrote it, and a pull
+    request cannot commit into ``.git``): ``HEAD`` is a commit id (a detached checkout, as
+    actions/checkout makes of a sha) or ``ref: refs/...``, resolved through the loose ref file
+    or ``packed-refs``; a ``.git`` file (``gitdir: ...``) and a worktree's ``commondir`` are
+    followed. At most 5 symbolic steps.
+    """
+    git = workspace / ".git"
+    try:
+        if git.is_file():
+            pointer = git.read_text(encoding="utf-8").strip()
+            if not pointer.startswith("gitdir:"):
+                return None
+            git = (workspace / pointer[len("gitdir:") :].strip()).resolve()
+        common = git
+        if (git / "commondir").is_file():
+            common = (git / (git / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        for _ in range(5):
+            if _OBJECT_ID.fullmatch(head):
+                return head
+            if not head.startswith("ref:"):
+                return None
+            ref = head[len("ref:") :].strip()
+            loose = next((d / ref for d in (git, common) if (d / ref).is_file()), None)
+            if loose is not None:
+                head = loose.read_text(encoding="utf-8").strip()
+                continue
+            packed = common / "packed-refs"
+            lines = packed.read_text(encoding="utf-8").splitlines() if packed.is_file() else []
+            head = next((ln.split(" ", 1)[0] for ln in lines if ln.endswith(" " + ref)), "")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def workflow_path(path: str) -> str:
+    """A run's workflow file path without the ref the REST API may append (``gate.yml@main``)."""
+    return path.split("@", 1)[0]
 
 
 @dataclass
@@ -73,6 +150,7 @@ class Result:
     title: str
     baseline: BaselineSearch | None = None
     outputs: dict[str, str] = field(default_factory=dict)
+    accepted_by: str | None = None
     text: str | None = None  # the check run's details (the full gate table)
 
     @classmethod
@@ -86,11 +164,17 @@ class Result:
 
     @classmethod
     def no_baseline(cls, report: str, title: str, search: BaselineSearch) -> Result:
+        """Neutral: with no baseline there is nothing to protect yet."""
         return cls("none", EXIT_OK, report, "neutral", title, search)
 
     @classmethod
     def not_comparable(cls, report: str, title: str, search: BaselineSearch) -> Result:
         return cls("none", EXIT_NOT_COMPARABLE, report, "failure", title, search)
+
+    @classmethod
+    def refused(cls, report: str, title: str, search: BaselineSearch) -> Result:
+        """A candidate this gate does not take (e.g. from another workflow file): a failing check."""
+        return cls("none", EXIT_FAILED, report, "failure", title, search)
 
     @classmethod
     def decided(
@@ -100,6 +184,7 @@ class Result:
         report: str,
         title: str,
         search: BaselineSearch,
+        review: ReviewConclusion = "action_required",
         text: str | None = None,
     ) -> Result:
         """A gate decision: exit code by ``fail_on``, check conclusion by the decision."""
@@ -107,15 +192,28 @@ class Result:
             decision,
             exit_code_for(decision, fail_on),
             report,
-            CONCLUSION_OF_DECISION[decision],
+            conclusion_for(decision, review),
             title,
             search,
             text=text,
         )
 
+    def accept(self, actor: str, title: str) -> None:
+        """A maintainer accepted a review or block: the check succeeds and the step passes."""
+        self.conclusion = "success"
+        self.exit_code = EXIT_OK
+        self.accepted_by = actor
+        self.title = title
+        self.outputs["accepted-by"] = actor
+
 
 class ActionFlow:
-    """One step of the action, from an already built context."""
+    """One step of the action, from an already built context.
+
+    ``install`` runs the ``install`` input (user code) with the configuration that the pipeline
+    will run with; it is called only right before a pipeline runs, after every check.
+    ``store_dir`` holds the run store and judge cache (never a path of the checkout).
+    """
 
     def __init__(
         self,
@@ -123,13 +221,17 @@ class ActionFlow:
         pipeline_env: Environment,
         commands: WorkflowCommands,
         config: Config,
+        install: Callable[[Config], None] | None = None,
+        store_dir: Path | None = None,
     ) -> None:
         self.ctx = context
         self.inputs = context.inputs
         self.pipeline_env = pipeline_env
         self.commands = commands
-        self.config = config
+        self.config = config  # the checkout's ragproof.yaml: on a pull request, the PR's
+        self._install = install
         self.out_dir = context.workspace_path(self.inputs.out)
+        self.store_dir = store_dir or self.out_dir.parent / ".store"
         self._client: GitHubClient | None = None
         self._repository: Repository | None = None
         # The run that holds the candidate's artifact: this one, or for workflow_run the trigger.
@@ -179,28 +281,80 @@ class ActionFlow:
     def report_path(self) -> Path:
         return self.out_dir.parent / f"{self.out_dir.name}-report.md"
 
+    def _judge_overrides(self) -> dict[str, object]:
+        inputs = self.inputs
+        # The step's RAGPROOF_JUDGE_* variables are the workflow's (trusted), like the inputs.
+        return judge_overrides(
+            self.pipeline_env.variables,
+            {
+                "provider": inputs.judge_provider,
+                "model": inputs.judge_model,
+                "base_url": inputs.judge_base_url,
+                "api_key_env": inputs.judge_api_key_env,
+            },
+        )
+
+    def policy(self, baseline: RunArtifact | None) -> TrustedPolicy:
+        """The configuration to run and gate with (the baseline's policy; see gate.github.policy)."""
+        return trusted_policy(self.config, baseline, store_dir=self.store_dir, judge=self._judge_overrides())
+
     # -- the candidate -------------------------------------------------------------------
-    def run_pipeline(self) -> RunArtifact:
+    def run_pipeline(
+        self, policy: TrustedPolicy, *, env: Environment | None = None, out_dir: Path | None = None
+    ) -> RunArtifact:
+        """Run ``policy.config`` (after the ``install`` input, unless ``out_dir`` is given: a
+        re-scoring, which runs no user code) and read the artifact back."""
         from gate.run.artifact_io import read_artifact
         from gate.run.runner import execute_run
 
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        if self._install is not None and out_dir is None:
+            self._install(policy.config)
         with self.commands.group(f"ragproof run ({self.inputs.config})"):
-            outcome = execute_run(self.config, self.pipeline_env, self.out_dir, progress=True)
+            outcome = execute_run(
+                policy.config,
+                env or self.pipeline_env,
+                out_dir or self.out_dir,
+                progress=True,
+                dataset=policy.dataset,
+            )
         if outcome.exit_code != EXIT_OK:
             self.commands.warning(f"the run ended with status {outcome.status} (exit {outcome.exit_code})")
         return read_artifact(outcome.artifact_dir)
 
-    def local_candidate(self) -> RunArtifact:
+    def verify_checkout(self, target: Target) -> None:
+        """Before any pull-request code runs: the checkout must be the commit to be evaluated."""
+        if target.pull is None:
+            return
+        head = checkout_head(self.ctx.workspace)
+        if head is None:
+            raise UsageError(
+                f"{self.ctx.workspace}: not a git checkout; check out the pull request's head commit "
+                f"{target.head_sha[:7]} before this step (see examples/workflows/pr-gate.yml)"
+            )
+        if head != target.head_sha:
+            raise UsageError(
+                f"the checkout is at {head[:12]}, not pull request #{target.pull.number}'s head commit "
+                f"{target.head_sha[:12]}: refusing to run a commit other than the one the check would be "
+                "posted on (check out the head sha, e.g. ref: ${{ github.event.pull_request.head.sha }})"
+            )
+
+    def candidate_for_compare(self, target: Target, policy: TrustedPolicy) -> RunArtifact:
         from gate.run.artifact_io import read_artifact
 
         if self.inputs.candidate:
             return read_artifact(self.ctx.workspace_path(self.inputs.candidate))
-        return self.run_pipeline()
+        if self.inputs.mode == "compare":
+            # compare mode without `candidate`: the run an earlier step wrote to `out`.
+            return read_artifact(self.out_dir)
+        self.verify_checkout(target)
+        return self.run_pipeline(policy)
 
     # -- targets -------------------------------------------------------------------------
     def execute(self) -> Result:
         event = self.ctx.event_name
         mode = self.inputs.mode
+        refuse_dangerous_event(event, self.inputs.allow_pull_request_target)
         if mode == "run":
             return self.baseline_mode()
         if event == "workflow_run":
@@ -208,16 +362,18 @@ class ActionFlow:
         if mode == "auto" and event == "push" and self.ctx.ref == f"refs/heads/{self.default_branch()}":
             return self.baseline_mode()
         target = self.target()
-        candidate = self.candidate_for_compare()
-        return self.gate(candidate, target)
+        search = self.find_baseline(target)
+        policy = self.policy(search.baseline.artifact if search.baseline else None)
+        candidate = self.candidate_for_compare(target, policy)
+        return self.gate(candidate, target, search, policy)
 
-    def candidate_for_compare(self) -> RunArtifact:
-        if self.inputs.mode == "compare" and not self.inputs.candidate:
-            from gate.run.artifact_io import read_artifact
-
-            # compare mode without `candidate`: the run an earlier step wrote to `out`.
-            return read_artifact(self.out_dir)
-        return self.local_candidate()
+    def _same_repository(self, pull: PullRequest) -> bool:
+        repo = pull.head.repo
+        if repo is None:
+            return False
+        if repo.id is not None and self.repository.id is not None:
+            return repo.id == self.repository.id
+        return repo.full_name.lower() == self.ctx.repository.lower()
 
     def target(self) -> Target:
         event = self.ctx.event_name
@@ -228,6 +384,14 @@ class ActionFlow:
                 raise UsageError(f"{self.ctx.event_path}: a {event} event without pull_request")
         elif self.inputs.pr_number is not None:
             pull = get_pull(self.client, self.inputs.pr_number)
+            runs_code = not (self.inputs.mode == "compare" and self.inputs.candidate)
+            if runs_code and not self._same_repository(pull):
+                origin = pull.head.repo.full_name if pull.head.repo else "a deleted fork"
+                raise UsageError(
+                    f"input pr-number: pull request #{pull.number} comes from {origin}, not this repository: "
+                    "refusing to run its code with this workflow's secrets (only mode: compare with a "
+                    "candidate run is allowed; for forks use the fork-safe workflow_run pair)"
+                )
         if pull is not None:
             return Target(pull.head.sha, pull, self._baseline_workflow())
         head = self.ctx.sha or (self.ctx.event.after if self.ctx.event else None)
@@ -238,7 +402,20 @@ class ActionFlow:
     def baseline_mode(self) -> Result:
         from gate.report.markdown import render_run_summary
 
-        run = self.local_candidate()
+        # The checkout's configuration, with the store out of the checkout. Its judge endpoint
+        # only on the default branch (trusted code); elsewhere (`mode: run` on a pull request)
+        # the run is data for a later, trusted gate and its judge comes from the workflow only.
+        policy = self.policy(None)
+        if self._on_default_branch():
+            policy.config.judge = self.config.judge.model_copy(
+                update={**self._judge_overrides(), "cache_path": None}
+            )
+        if self.inputs.candidate:
+            from gate.run.artifact_io import read_artifact
+
+            run = read_artifact(self.ctx.workspace_path(self.inputs.candidate))
+        else:
+            run = self.run_pipeline(policy)
         # Plain text: the renderer escapes it.
         intro = (
             f"This run of {self.ctx.ref or 'this commit'} records a baseline: no gate is decided on it. "
@@ -247,6 +424,22 @@ class ActionFlow:
         )
         report = render_run_summary(run, context=self._context(None), intro=intro)
         return Result.baseline_recorded(report, f"{self.inputs.check_name}: baseline run")
+
+    def _on_default_branch(self) -> bool:
+        if self.ctx.event_name.startswith("pull_request") or self.ctx.event_name == "workflow_run":
+            return False
+        payload = self.ctx.event.repository
+        if (payload is None or not payload.default_branch) and self.ctx.token is None:
+            return False  # cannot ask (`mode: run` without a token): not trusted
+        return self.ctx.ref == f"refs/heads/{self.default_branch()}"
+
+    def _candidate_workflow(self, search: BaselineSearch, baseline_workflow: str) -> str:
+        """The workflow path the candidate must come from: the input, else the baseline's run."""
+        configured = self.inputs.candidate_workflow
+        if not configured and search.baseline is not None and search.baseline.run.path:
+            configured = workflow_path(search.baseline.run.path)
+        configured = configured or baseline_workflow
+        return configured if "/" in configured else f".github/workflows/{configured}"
 
     def workflow_run_mode(self) -> Result:
         run = self.ctx.event.workflow_run
@@ -260,10 +453,25 @@ class ActionFlow:
         if run.conclusion not in (None, "success"):
             self.commands.warning(f"run {run.id} ended {run.conclusion}: there is no candidate to gate")
             return Result.nothing_to_gate()
+        # The triggering workflow is matched by *name*, which a fork can copy: the baselines'
+        # workflow must be named by the trusted side (an input), never taken from the trigger.
+        workflow = self.inputs.baseline_workflow or self.inputs.candidate_workflow
+        if not workflow:
+            raise UsageError(
+                "workflow_run: set the input baseline-workflow (or candidate-workflow) to the pull-request "
+                "workflow's file, e.g. fork-safe-candidate.yml: the triggering run's own workflow cannot be "
+                "trusted (a fork can add one with the same name)"
+            )
         lookup = pull_for_run(self.client, run)
         if lookup.pull is None:
             self.commands.warning(lookup.reason or "no pull request found")
             return Result.nothing_to_gate()
+        self._artifact_run_url = run.html_url or self._artifact_run_url
+        target = Target(run.head_sha, lookup.pull, workflow.rsplit("/", 1)[-1])
+        search = self.find_baseline(target)
+        expected = self._candidate_workflow(search, target.baseline_workflow)
+        if workflow_path(run.path or "") != expected:
+            return self.refuse_trigger(run, expected, target, search)
         name = self.inputs.baseline_artifact
         notes: list[str] = []
         artifact = find_run_artifact(self.client, run, name, repository_id=self.repository.id, notes=notes)
@@ -272,14 +480,62 @@ class ActionFlow:
                 f"run {run.id} has no unexpired artifact {name!r}: the pull-request workflow must upload "
                 "the run directory under that name (input baseline-artifact)"
             )
-        candidate = fetch_artifact(
+        submitted = fetch_artifact(
             self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
         )
-        self._artifact_run_url = run.html_url or self._artifact_run_url
-        # The REST API may name the file with its ref (".github/workflows/gate.yml@main").
-        fallback = run.path.split("@", 1)[0].rsplit("/", 1)[-1] if run.path else None
-        target = Target(run.head_sha, lookup.pull, self._baseline_workflow(fallback))
-        return self.gate(candidate, target)
+        policy = self.policy(search.baseline.artifact if search.baseline else None)
+        candidate = self.rescore(submitted, policy, run)
+        return self.gate(candidate, target, search, policy)
+
+    def refuse_trigger(
+        self, run: WorkflowRun, expected: str, target: Target, search: BaselineSearch
+    ) -> Result:
+        from gate.report.markdown import render_not_comparable
+
+        reason = (
+            f"the triggering run {run.id} comes from the workflow {run.path or '(no path)'}, not {expected}: "
+            "its artifact is not a candidate of this gate (a workflow with the same name, e.g. from a fork); "
+            "set the input candidate-workflow if the candidate workflow moved"
+        )
+        self.commands.error(reason, title="ragproof")
+        report = render_not_comparable(reason, context=self._context(search))
+        result = Result.refused(report, f"{self.inputs.check_name}: refused", search)
+        self.publish(result, target)
+        return result
+
+    def rescore(self, submitted: RunArtifact, policy: TrustedPolicy, run: WorkflowRun) -> RunArtifact:
+        """The candidate scored here from its raw outputs (retrieved chunks, answers), as the
+        replay adapter does, on the baseline's cases and policy: the scores in an artifact
+        written by a pull request's code are never used."""
+        import json
+
+        from gate.model.config import AdapterConfig
+
+        scratch = self._scratch() / f"rescore-{run.id}"
+        scratch.mkdir(parents=True, exist_ok=True)
+        replay = scratch / "outputs.jsonl"
+        with replay.open("w", encoding="utf-8") as handle:
+            for row in submitted.rows:
+                record: dict[str, object] = {"id": row.case_id}
+                if row.status != "ok":
+                    record["error"] = f"{row.status} in the candidate run: {row.error or ''}".strip()
+                else:
+                    if row.retrieved is not None:
+                        record["retrieved"] = [c.model_dump(mode="json") for c in row.retrieved]
+                    if row.answer is not None:
+                        record["answer"] = row.answer.model_dump(mode="json")
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        config = policy.config.model_copy(update={"adapter": AdapterConfig(type="replay", path=str(replay))})
+        variables = {**self.pipeline_env.variables, "GITHUB_SHA": run.head_sha}
+        env = Environment(variables=variables, cwd=self.pipeline_env.cwd, stderr_is_tty=False)
+        try:
+            return self.run_pipeline(
+                TrustedPolicy(config, policy.dataset, policy.change, policy.source),
+                env=env,
+                out_dir=scratch / "run",
+            )
+        except DataError as exc:
+            raise DataError(f"candidate of run {run.id}: {exc}") from None
 
     # -- gating --------------------------------------------------------------------------
     def _context(self, search: BaselineSearch | None) -> ReportContext:
@@ -317,16 +573,7 @@ class ActionFlow:
         lines += search.notes[:10]
         return render_notes(lines)
 
-    def gate(self, candidate: RunArtifact, target: Target) -> Result:
-        from gate.decision.compare import compare_runs
-        from gate.report.markdown import (
-            check_title,
-            render_gate_table,
-            render_markdown,
-            render_no_baseline,
-            render_not_comparable,
-        )
-
+    def find_baseline(self, target: Target) -> BaselineSearch:
         with self.commands.group("baseline discovery"):
             search = find_baseline(
                 self.client,
@@ -342,19 +589,48 @@ class ActionFlow:
                 print(search.baseline.staleness(), flush=True)
             else:
                 print(f"no baseline: {search.reason}", flush=True)
+        return search
+
+    def acceptance(self, target: Target) -> Acceptance | None:
+        if target.pull is None:
+            return None
+        return find_acceptance(self.client, target.pull.number, self.inputs.accept_label)
+
+    def gate(
+        self, candidate: RunArtifact, target: Target, search: BaselineSearch, policy: TrustedPolicy
+    ) -> Result:
+        from gate.decision.compare import compare_runs
+        from gate.report.markdown import (
+            HEADLINE,
+            check_title,
+            render_gate_table,
+            render_markdown,
+            render_no_baseline,
+            render_not_comparable,
+        )
+
         context = self._context(search)
-        fail_on = self.inputs.fail_on or self.config.gate.fail_on
+        fail_on = self.inputs.fail_on or policy.config.gate.fail_on
+        change_notes = policy.change.notes()
+        if change_notes:
+            for line in change_notes:
+                self.commands.warning(line, title="ragproof: policy change")
+        result: Result
         if search.baseline is None:
             how = HOW_TO_MAKE_A_BASELINE.format(artifact=self.inputs.baseline_artifact)
             body = render_no_baseline(candidate, context=context)
-            report = body.rstrip() + "\n" + self._notes(search, f"No baseline yet: {search.reason}. {how}")
+            report = (
+                body.rstrip()
+                + "\n"
+                + self._notes(search, f"No baseline yet: {search.reason}. {how}", NO_BASELINE_CHECK)
+            )
             result = Result.no_baseline(report, f"{self.inputs.check_name}: no baseline yet", search)
         else:
             try:
                 comparison = compare_runs(
                     search.baseline.artifact,
                     candidate,
-                    self.config.gate,
+                    policy.config.gate,
                     allow_mixed_judges=self.inputs.allow_mixed_judges,
                 )
             except NotComparableError as exc:
@@ -362,16 +638,37 @@ class ActionFlow:
                 self.commands.error(str(exc), title="ragproof")
                 result = Result.not_comparable(report, f"{self.inputs.check_name}: not comparable", search)
             else:
+                decision = comparison.overall
+                escalated = policy.change.changed and decision == "pass"
+                if escalated:
+                    # A policy change needs a human: it never passes silently.
+                    decision = "review"
+                    comparison = comparison.model_copy(update={"overall": decision})
+                accepted = self.acceptance(target) if decision in ("review", "block") else None
+                first = [*change_notes]
+                if accepted is not None and accepted.note():
+                    first.insert(0, accepted.note() or "")
                 runs = {"baseline": search.baseline.artifact, "candidate": candidate}
-                report = render_markdown(comparison, context=context, **runs) + self._notes(search)
+                report = render_markdown(comparison, context=context, **runs) + self._notes(search, *first)
+                title = (
+                    f"{HEADLINE['review']}: the pull request changes the gate's policy or dataset"
+                    if escalated
+                    else check_title(comparison)
+                )
                 result = Result.decided(
-                    comparison.overall,
+                    decision,
                     fail_on,
                     report,
-                    check_title(comparison),
+                    title,
                     search,
+                    self.inputs.review_conclusion,
                     text=render_gate_table(comparison, **runs),
                 )
+                if accepted is not None and accepted.accepted and accepted.actor:
+                    result.accept(accepted.actor, f"✅ Accepted by {accepted.actor} · {title}")
+                elif accepted is not None and accepted.actor is not None:
+                    self.commands.notice(accepted.note() or "", title="ragproof")
+        result.outputs["policy-changed"] = "true" if policy.change.changed else "false"
         self.publish(result, target)
         return result
 
@@ -380,7 +677,13 @@ class ActionFlow:
         if target.pull is None:
             return
         if self.inputs.comment:
-            posted = upsert_comment(self.client, target.pull.number, self.inputs.check_name, result.report)
+            posted = upsert_comment(
+                self.client,
+                target.pull.number,
+                self.inputs.check_name,
+                result.report,
+                author=self.inputs.comment_author,
+            )
             if posted.action == "denied":
                 self.commands.warning(
                     "cannot comment on the pull request: the token is read-only here (a fork's pull request, "

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gate.core.strict import StrictModel
+from gate.model.dataset import Case
 from gate.model.records import Answer, Chunk, MetricResult
 
 SCHEMA_VERSION = 1
@@ -21,6 +22,10 @@ SCHEMA_VERSION = 1
 RUN_FILE = "run.json"
 ROWS_FILE = "rows.jsonl"
 SUMMARY_FILE = "summary.json"
+# The run's dataset, one canonical case JSON a line (its sha256 is run.json's dataset.sha256):
+# the gate of a pull request runs on the baseline's cases, never on the pull request's own.
+DATASET_FILE = "dataset.jsonl"
+MAX_DATASET_BYTES = 200_000_000
 # Caps for reading an artifact, which may come from an untrusted pull request.
 MAX_FILE_BYTES: dict[str, int] = {RUN_FILE: 4_000_000, ROWS_FILE: 1_000_000_000, SUMMARY_FILE: 100_000_000}
 MAX_ZIP_ENTRIES = 64
@@ -96,6 +101,9 @@ class RunMeta(StrictModel):
     adapter: dict[str, Any] = Field(default_factory=dict)  # type and non-secret settings
     # end-of-run warnings (gate.run.checks): the run completed but measured less than it seems
     warnings: list[str] = Field(default_factory=list)
+    # The full resolved configuration the run used (adapter headers redacted): the policy a
+    # pull request is gated by comes from the baseline's, never from the pull request's file.
+    config: dict[str, Any] | None = None
 
 
 class Row(StrictModel):
@@ -151,3 +159,6 @@ class RunArtifact(BaseModel):
     rows: list[Row]
     summary: Summary
     source: str = ""  # where it was read from (for messages)
+    # The run's cases (``dataset.jsonl``), validated and checked against meta.dataset.sha256;
+    # None for an artifact written without them (older ragproof).
+    cases: tuple[Case, ...] | None = None

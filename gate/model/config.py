@@ -286,6 +286,21 @@ class Config(StrictModel):
             identity["path"] = adapter.path
         return identity
 
+    def recorded(self) -> dict[str, Any]:
+        """The resolved configuration as run.json records it: adapter header values and URL
+        credentials redacted (the rest, policy included, is what a later gate reads back)."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        data = self.model_dump(mode="json")
+        adapter = data["adapter"]
+        adapter["headers"] = {name: "<redacted>" for name in adapter.get("headers") or {}}
+        if adapter.get("url"):
+            parts = urlsplit(adapter["url"])
+            if parts.username or parts.password:
+                port = f":{parts.port}" if parts.port else ""
+                adapter["url"] = urlunsplit(parts._replace(netloc=f"{parts.hostname or ''}{port}"))
+        return data
+
     def config_hash(self) -> str:
         """sha256 of the settings that change scores (run, the adapter's identity, judge model).
 

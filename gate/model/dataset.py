@@ -155,7 +155,8 @@ def _validate_case(raw: Any, where: str, line_of: LineOf | None = None) -> Case:
     return validated(Case, raw, where, line_of=line_of)
 
 
-def _read_jsonl(path: Path, text: str) -> list[tuple[Any, str]]:
+def jsonl_records(path: Path | str, text: str) -> list[tuple[Any, str]]:
+    """JSONL text as (parsed line, ``path:LINE``) pairs; DataError naming the line when malformed."""
     records = []
     # Split on "\n" only: str.splitlines() would also split inside a JSON string holding a raw
     # U+0085 or U+2028, which json.dumps(ensure_ascii=False) writes unescaped.
@@ -237,7 +238,7 @@ def load_dataset(path: str | Path, version: str | None = None) -> Dataset:
     if p.suffix.lower() in {".yaml", ".yml", ".json"}:
         records, locators, file_version = _read_yaml(p, text)
     else:
-        records = _read_jsonl(p, text)
+        records = jsonl_records(p, text)
     cases = parse_cases(records, locators)
     if not cases:
         raise DataError(f"{p}: dataset has no cases")

@@ -24,6 +24,8 @@ from pydantic import BaseModel, ValidationError
 
 from gate.core.errors import DataError, UsageError, json_problem, pydantic_message
 from gate.model.artifact import (
+    DATASET_FILE,
+    MAX_DATASET_BYTES,
     ROWS_FILE,
     RUN_FILE,
     SCHEMA_VERSION,
@@ -33,6 +35,7 @@ from gate.model.artifact import (
     RunMeta,
     Summary,
 )
+from gate.model.dataset import Case, dataset_sha256, jsonl_records, parse_cases
 from gate.run.zipread import read_zip_member, zip_members
 
 # Caps for reading an artifact, which may come from an untrusted pull request.
@@ -93,8 +96,11 @@ def write_artifact(
     summary: Summary,
     *,
     extra_files: dict[str, Path] | None = None,
+    cases: tuple[Case, ...] | list[Case] | None = None,
 ) -> Path:
     """Write ``run.json``, ``rows.jsonl``, ``summary.json`` (and ``extra_files``) to ``out_dir``.
+
+    ``cases`` (the run's dataset) go to ``dataset.jsonl`` as canonical case JSON, one a line.
 
     Atomic: the files are written and fsynced in a temporary sibling directory which is then
     renamed into place, so readers see the old artifact or the new one, never a mix. A
@@ -109,6 +115,8 @@ def write_artifact(
         _write_synced(staging / RUN_FILE, _json_document(meta))
         _write_synced(staging / ROWS_FILE, "".join(row.model_dump_json() + "\n" for row in rows))
         _write_synced(staging / SUMMARY_FILE, _json_document(summary))
+        if cases is not None:
+            _write_synced(staging / DATASET_FILE, dataset_lines(cases))
         for name, source in (extra_files or {}).items():
             if source.is_file():
                 _copy_capped(source, staging / name, MAX_EXTRA_FILE_BYTES)
@@ -123,6 +131,13 @@ def write_artifact(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
+
+
+def dataset_lines(cases: tuple[Case, ...] | list[Case]) -> str:
+    """The ``dataset.jsonl`` text: each case with its defaults, keys sorted (as hashed)."""
+    from gate.model.dataset import canonical_case_json
+
+    return "".join(canonical_case_json(case) + "\n" for case in cases)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -228,23 +243,44 @@ def parse_rows(text: str, where: str) -> list[Row]:
     return rows
 
 
-def parse_artifact(read: Callable[[str], bytes], source: str) -> RunArtifact:
-    """Validate the three files returned by ``read(name)`` (already size-capped)."""
-    where = {name: f"{source}/{name}" for name in (RUN_FILE, ROWS_FILE, SUMMARY_FILE)}
+def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:
+    """``dataset.jsonl`` validated case by case; its sha256 must be run.json's ``dataset.sha256``."""
+    records = jsonl_records(where, text)
+    cases = parse_cases(records)
+    if dataset_sha256(cases) != sha256:
+        raise DataError(f"{where}: sha256 of the cases does not match run.json's dataset.sha256")
+    return cases
+
+
+def parse_artifact(
+    read: Callable[[str], bytes], source: str, read_optional: Callable[[str], bytes | None] | None = None
+) -> RunArtifact:
+    """Validate the three files returned by ``read(name)`` (already size-capped).
+
+    ``read_optional(name)`` (None: absent) gives ``dataset.jsonl`` when the run carries it.
+    """
+    where = {name: f"{source}/{name}" for name in (RUN_FILE, ROWS_FILE, SUMMARY_FILE, DATASET_FILE)}
     meta = _validated_document(RunMeta, _decode(read(RUN_FILE), where[RUN_FILE]), where[RUN_FILE])
     summary = _validated_document(
         Summary, _decode(read(SUMMARY_FILE), where[SUMMARY_FILE]), where[SUMMARY_FILE]
     )
     rows = parse_rows(_decode(read(ROWS_FILE), where[ROWS_FILE]), where[ROWS_FILE])
+    cases = None
+    dataset = read_optional(DATASET_FILE) if read_optional is not None else None
+    if dataset is not None:
+        where_cases = where[DATASET_FILE]
+        cases = parse_dataset(_decode(dataset, where_cases), meta.dataset.sha256, where_cases)
     # The parts are validated already: construct without a second pass over every row.
-    return RunArtifact.model_construct(meta=meta, rows=rows, summary=summary, source=source)
+    return RunArtifact.model_construct(meta=meta, rows=rows, summary=summary, source=source, cases=cases)
 
 
-def _read_dir_file(directory: Path, name: str) -> bytes:
+def _read_dir_file(directory: Path, name: str, optional: bool = False) -> bytes | None:
     path = directory / name
+    if optional and not path.exists() and not path.is_symlink():
+        return None
     if path.is_symlink() or not path.is_file():
         raise DataError(f"{directory}: not a run artifact ({name} missing)")
-    cap = MAX_FILE_BYTES[name]
+    cap = MAX_FILE_BYTES.get(name, MAX_DATASET_BYTES)
     with open(path, "rb") as handle:
         data = handle.read(cap + 1)
     if len(data) > cap:
@@ -261,14 +297,24 @@ def read_artifact(path: Path | str) -> RunArtifact:
     p = Path(path)
     source = str(path)
     if p.is_dir():
-        return parse_artifact(lambda name: _read_dir_file(p, name), source)
+        return parse_artifact(
+            lambda name: _read_dir_file(p, name) or b"",
+            source,
+            lambda name: _read_dir_file(p, name, optional=True),
+        )
     if not p.exists():
         raise DataError(f"{source}: run artifact not found")
     try:
         with zipfile.ZipFile(p) as archive:
             members = zip_members(archive, source)
             return parse_artifact(
-                lambda name: read_zip_member(archive, members, name, source, MAX_FILE_BYTES[name]), source
+                lambda name: read_zip_member(archive, members, name, source, MAX_FILE_BYTES[name]),
+                source,
+                lambda name: (
+                    read_zip_member(archive, members, name, source, MAX_DATASET_BYTES)
+                    if name in members
+                    else None
+                ),
             )
     except zipfile.BadZipFile:
         raise DataError(f"{source}: neither a run artifact directory nor a zip file") from None

@@ -304,9 +304,12 @@ class RunPlan:
     adapter_identity: dict[str, Any] = field(default_factory=dict)  # which pipeline is called
 
 
-def plan_run(config: Config, env: Environment, shard: Shard | None) -> RunPlan:
-    """Load the dataset and keep this shard's cases; DataError/UsageError for bad input."""
-    dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
+def plan_run(
+    config: Config, env: Environment, shard: Shard | None, dataset: Dataset | None = None
+) -> RunPlan:
+    """Load the dataset (unless given) and keep this shard's cases; DataError/UsageError for bad input."""
+    if dataset is None:
+        dataset = load_dataset(config.resolve(config.dataset), config.dataset_version)
     config_hash = config.config_hash()
     return RunPlan(
         dataset=dataset,
@@ -328,8 +331,13 @@ def execute_run(
     no_cache: bool = False,
     resume: Path | None = None,
     progress: bool = True,
+    dataset: Dataset | None = None,
 ) -> RunOutcome:
     """Run ``config``'s dataset (this shard's part) and write the artifact to ``out_dir``.
+
+    ``dataset`` replaces the one ``config.dataset`` names (the action runs a pull request on
+    its baseline's cases). The artifact carries the cases (``dataset.jsonl``) and the
+    resolved configuration (``run.json`` ``config``).
 
     ``resume`` names an earlier run's output directory: its finished cases are taken from the
     store (or its artifact) and only the others run. Returns the artifact directory, status
@@ -338,7 +346,7 @@ def execute_run(
     wall_start = time.monotonic()
     out_dir = Path(out_dir)
     check_out_dir(out_dir)
-    plan = plan_run(config, env, shard)
+    plan = plan_run(config, env, shard, dataset)
     with contextlib.ExitStack() as cleanup:
         store = Store(plan.db_path)
         cleanup.callback(_quietly, store.close)
@@ -358,7 +366,12 @@ def execute_run(
         )
         summary = summarize(rows, plan.metric_names, list(config.gate.slices))
         artifact_dir = write_artifact(
-            out_dir, meta, rows, summary, extra_files={STDERR_LOG_NAME: log_dir / STDERR_LOG_NAME}
+            out_dir,
+            meta,
+            rows,
+            summary,
+            extra_files={STDERR_LOG_NAME: log_dir / STDERR_LOG_NAME},
+            cases=plan.dataset.cases,
         )
     failures = sum(1 for row in rows if row.status != "ok")
     return RunOutcome(
@@ -512,6 +525,7 @@ def _run_meta(
         wall_time_s=round(wall_time_s, 3),
         adapter=adapter_description(config),
         warnings=warnings,
+        config=config.recorded(),
     )
 
 

@@ -10,6 +10,9 @@ Tokens: ``state.tokens`` maps a token to ``"write"`` or ``"read"``; a read-only 
 GitHub's 403 "Resource not accessible by integration" on every write. ``GET /user`` answers
 403, as it does for a workflow's installation token.
 
+Acceptance (issue events and collaborator permissions) and GitHub's own validation of a check
+run's output (422 past 65,535 bytes) are served by :meth:`GitHubServer._route_trust`.
+
 Run as a script (``python tests/servers/github_server.py --scenario pull-request ...``) it
 serves a ready-made scenario for the container smoke test and exposes ``GET /_state``.
 """
@@ -123,6 +126,8 @@ class GitHubState:
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     check_runs: list[dict[str, Any]] = field(default_factory=list)
+    issue_events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)  # login -> admin|maintain|write|triage|read
     faults: list[Fault] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     blob_requests: list[dict[str, Any]] = field(default_factory=list)
@@ -329,6 +334,26 @@ class GitHubState:
         )
         self.check_runs.append(check)
         return check
+
+    def label(self, issue: int, label: str, actor: str, *, removed: bool = False) -> dict[str, Any]:
+        """A ``labeled`` (or ``unlabeled``) event by ``actor`` on the issue's event list."""
+        event_id = self.new_id()
+        event = _retarget(
+            contract.example("issue-event-for-issue-items")[0], "octocat/Hello-World", self.full_name
+        )
+        event.update(
+            id=event_id,
+            node_id=f"LE_{event_id}",
+            url=f"https://api.github.example/repos/{self.full_name}/issues/events/{event_id}",
+            actor=user(actor, 7000 + len(actor)),
+            event="unlabeled" if removed else "labeled",
+            commit_id=None,
+            commit_url=None,
+            created_at=iso(datetime.now(UTC)),
+            label={"name": label, "color": "0e8a16"},
+        )
+        self.issue_events.setdefault(issue, []).append(event)
+        return event
 
     def fail(
         self,
@@ -585,6 +610,8 @@ class GitHubServer:
         h._send(200, payload, headers)
 
     def _route_repo(self, h: _Handler, method: str, rest: str, query: dict[str, str], body: Any) -> None:
+        if self._route_trust(h, method, rest, query, body):
+            return
         st = self.state
         ok = {"x-ratelimit-remaining": "4999"}
         m = re.fullmatch
@@ -697,6 +724,44 @@ class GitHubServer:
         else:
             h._send(404, {"message": "Not Found"})
 
+    # Limit GitHub applies to each of a check run's output.summary and output.text (bytes).
+    CHECK_OUTPUT_LIMIT = 65_535
+    _PERMISSION_OF_ROLE = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read"}
+
+    def _route_trust(self, h: _Handler, method: str, rest: str, query: dict[str, str], body: Any) -> bool:
+        """Issue events, collaborator permissions, check-run output validation; False: not answered here."""
+        st = self.state
+        ok = {"x-ratelimit-remaining": "4999"}
+        m = re.fullmatch
+        if method == "POST" and rest == "/check-runs":
+            output = (body or {}).get("output") or {}
+            for part in ("summary", "text"):
+                size = len(str(output.get(part) or "").encode("utf-8"))
+                if size > self.CHECK_OUTPUT_LIMIT:
+                    h._send(
+                        422,
+                        {
+                            "message": "Invalid request.\n\nOnly 65535 characters are allowed; "
+                            f"{size} were supplied.",
+                            "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run",
+                        },
+                    )
+                    return True
+            return False
+        if method == "GET" and (g := m(r"/issues/(\d+)/events", rest)):
+            self._page(h, st.issue_events.get(int(g[1]), []), query)
+            return True
+        if method == "GET" and (g := m(r"/collaborators/([^/]+)/permission", rest)):
+            role = st.roles.get(g[1], "read")
+            answer = contract.example(
+                "repository-collaborator-permission-response-if-user-has-admin-permissions"
+            )
+            answer.update(permission=self._PERMISSION_OF_ROLE.get(role, role), role_name=role)
+            answer["user"].update(user(g[1], 7000 + len(g[1])))
+            h._send(200, answer, ok)
+            return True
+        return False
+
     def _serve_blob(self, h: _Handler, path: str) -> None:
         st = self.state
         auth = h.headers.get("Authorization")
@@ -722,17 +787,19 @@ def zip_directory(directory: Path) -> bytes:
     return buffer.getvalue()
 
 
-def pull_request_scenario(state: GitHubState, baseline_zip: bytes, *, artifact: str = "ragproof-run") -> None:
-    """main: c0 <- c1 (baseline run with artifact) ; PR #7 head h1 branched from c1."""
+def pull_request_scenario(
+    state: GitHubState, baseline_zip: bytes, *, artifact: str = "ragproof-run", head_sha: str = "a1" * 20
+) -> None:
+    """main: c0 <- c1 (baseline run with artifact) ; PR #7 head ``head_sha`` branched from c1."""
     day = datetime(2026, 3, 1, tzinfo=UTC)
     state.add_commit("c0" * 20, [], day)
     state.add_commit("c1" * 20, ["c0" * 20], day + timedelta(hours=1))
-    state.add_commit("a1" * 20, ["c1" * 20], day + timedelta(hours=2))
+    state.add_commit(head_sha, ["c1" * 20], day + timedelta(hours=2))
     state.branches["main"] = "c1" * 20
-    state.branches["feature"] = "a1" * 20
+    state.branches["feature"] = head_sha
     run_id = state.add_run(head_sha="c1" * 20)
     state.add_artifact(run_id, artifact, baseline_zip)
-    state.add_pull(7, head_sha="a1" * 20)
+    state.add_pull(7, head_sha=head_sha)
 
 
 def main() -> None:
@@ -740,12 +807,13 @@ def main() -> None:
     parser.add_argument("--scenario", choices=["pull-request", "empty"], default="empty")
     parser.add_argument("--baseline-dir", type=Path, help="run directory served as the baseline artifact")
     parser.add_argument("--ready-file", type=Path, help="write the API URL here once listening")
+    parser.add_argument("--head-sha", default="a1" * 20, help="the head commit of pull request #7")
     args = parser.parse_args()
     state = GitHubState()
     if args.scenario == "pull-request":
         if args.baseline_dir is None:
             parser.error("--scenario pull-request needs --baseline-dir")
-        pull_request_scenario(state, zip_directory(args.baseline_dir))
+        pull_request_scenario(state, zip_directory(args.baseline_dir), head_sha=args.head_sha)
     server = GitHubServer(state).start()
     if args.ready_file:
         args.ready_file.write_text(server.url + "\n")

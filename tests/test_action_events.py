@@ -1,0 +1,235 @@
+"""Required checks mean something, and events that carry danger are refused (issue 11).
+
+``ragproof action`` as a subprocess against the GitHub API test server: review concludes
+``action_required``; a maintainer's accept label turns review or block into a success naming
+them, anyone else's is ignored with a note; ``pull_request_target`` is refused; a dispatch for a
+fork's pull request runs no code; a checkout that is not the pull request's head refuses; a
+``workflow_run`` from another workflow file refuses; forged scores are re-scored.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import test_cli_action as base
+from servers.github_server import GitHubServer, GitHubState
+from test_cli_action import MERGE_BASE, _fork_world, _ours, _pr, _project
+
+from gate.github.flow import NO_BASELINE_CHECK
+from gate.report.escape import md_escape
+
+runs = base.runs
+state = base.state
+server = base.server
+
+LABEL = "ragproof:accept"
+WORSE = 14
+PROBE = "python -c \"import pathlib; pathlib.Path('installed.txt').write_text('ran')\""
+
+
+# -- review and acceptance ------------------------------------------------------------------
+
+
+def test_review_conclusion_input(tmp_path: Path, server: GitHubServer) -> None:
+    workspace = _project(tmp_path)
+    (workspace / "ragproof.yaml").write_text((workspace / "ragproof.yaml").read_text() + "  margin: 0.05\n")
+    result = _pr(tmp_path, server, inputs={"review-conclusion": "failure"})
+    assert result.outputs["decision"] == "review"
+    assert server.state.check_runs[0]["conclusion"] == "failure"
+    again = _pr(tmp_path, server, inputs={"review-conclusion": "neutral"})
+    assert again.outputs["decision"] == "review"
+    assert server.state.check_runs[1]["conclusion"] == "neutral"
+
+
+def test_a_maintainers_accept_label_turns_block_into_success(tmp_path: Path, server: GitHubServer) -> None:
+    server.state.roles["mia"] = "maintain"
+    server.state.label(7, "unrelated", "rex")
+    server.state.label(7, LABEL, "mia")
+    result = _pr(tmp_path, server, misses=WORSE)
+    assert result.returncode == 0, result.stderr
+    assert result.outputs["decision"] == "block"  # the gate's finding is kept
+    assert result.outputs["accepted-by"] == "mia"
+    (check,) = server.state.check_runs
+    assert check["conclusion"] == "success"
+    assert check["output"]["title"].startswith("✅ Accepted by mia · ❌ Blocked: ")
+    body = _ours(server.state)[0]["body"]
+    assert md_escape(f"Accepted by mia (maintain permission) with the label {LABEL}.") in body
+    asked = [r["path"] for r in server.state.requests if "/collaborators/" in r["path"]]
+    assert asked == ["/repos/acme/rag/collaborators/mia/permission"]
+
+
+def test_a_label_by_a_reader_is_ignored_with_a_note(tmp_path: Path, server: GitHubServer) -> None:
+    server.state.roles["mia"] = "admin"
+    server.state.label(7, LABEL, "mia")
+    server.state.label(7, LABEL, "mia", removed=True)
+    server.state.roles["tom"] = "triage"
+    server.state.label(7, LABEL, "tom")  # the last one to apply it: only triage
+    result = _pr(tmp_path, server, misses=WORSE)
+    assert result.returncode == 1, result.stderr
+    assert "accepted-by" not in result.outputs
+    assert server.state.check_runs[0]["conclusion"] == "failure"
+    body = _ours(server.state)[0]["body"]
+    assert md_escape(f"The label {LABEL} was applied by tom, whose permission is triage: ignored") in body
+    assert "::notice title=ragproof::The label ragproof:accept was applied by tom" in result.stdout
+
+
+def test_a_removed_label_accepts_nothing(tmp_path: Path, server: GitHubServer) -> None:
+    server.state.roles["mia"] = "write"
+    server.state.label(7, LABEL, "mia")
+    server.state.label(7, LABEL, "mia", removed=True)
+    result = _pr(tmp_path, server, misses=WORSE)
+    assert result.returncode == 1
+    assert server.state.check_runs[0]["conclusion"] == "failure"
+    assert "Accepted by" not in _ours(server.state)[0]["body"]
+
+
+def test_no_baseline_stays_neutral_and_says_why(tmp_path: Path, state: GitHubState) -> None:
+    state.runs.clear()
+    state.artifacts.clear()
+    with GitHubServer(state) as github:
+        result = _pr(tmp_path, github)
+    assert result.returncode == 0, result.stderr
+    assert state.check_runs[0]["conclusion"] == "neutral"
+    assert md_escape(NO_BASELINE_CHECK) in _ours(state)[0]["body"]
+
+
+# -- events ---------------------------------------------------------------------------------
+
+
+def test_pull_request_target_is_refused_unless_allowed(tmp_path: Path, server: GitHubServer) -> None:
+    result = _pr(tmp_path, server, event_name="pull_request_target", inputs={"install": PROBE})
+    assert result.returncode == 64
+    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    assert line.startswith("ragproof: error: refusing to run on pull_request_target:")
+    assert server.state.requests == []
+    assert not (result.workspace / "installed.txt").exists()
+    assert not (result.workspace / "seen-env.json").exists()
+    allowed = _pr(
+        tmp_path, server, event_name="pull_request_target", inputs={"allow-pull-request-target": "true"}
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert allowed.outputs["decision"] == "pass"
+
+
+def _dispatch(tmp_path: Path, server: GitHubServer, number: int, **inputs: str):
+    event = {
+        "inputs": {"pr-number": str(number)},
+        "repository": {"full_name": "acme/rag", "default_branch": "main"},
+    }
+    return _pr(
+        tmp_path,
+        server,
+        event_name="workflow_dispatch",
+        event=event,
+        inputs={"pr-number": str(number), "baseline-workflow": "pr-gate.yml", **inputs},
+        sha=MERGE_BASE,
+        ref="refs/heads/main",
+        workflow_file="dispatch.yml",
+    )
+
+
+def test_dispatch_for_a_fork_pull_request_runs_no_code(tmp_path: Path, server: GitHubServer, runs) -> None:
+    workspace = _project(tmp_path)
+    fork_head = base.checkout(workspace)
+    server.state.add_commit(fork_head, [MERGE_BASE])
+    server.state.add_pull(9, head_sha=fork_head, head_repo=("mallory/rag", 2002))
+    result = _dispatch(tmp_path, server, 9, install=PROBE)
+    assert result.returncode == 64
+    assert "input pr-number: pull request #9 comes from mallory/rag, not this repository" in result.stderr
+    assert not (workspace / "installed.txt").exists() and not (workspace / "seen-env.json").exists()
+    assert server.state.check_runs == [] and server.state.comments.get(9, []) == []
+    # Gating a run made elsewhere runs nothing, and is allowed.
+    with zipfile.ZipFile(io.BytesIO(runs["worse"])) as archive:
+        archive.extractall(workspace / "cand")
+    compared = _dispatch(tmp_path, server, 9, mode="compare", candidate="cand")
+    assert compared.returncode == 1, compared.stderr
+    assert compared.outputs["decision"] == "block"
+    assert not (workspace / "seen-env.json").exists()
+    assert server.state.check_runs[0]["head_sha"] == fork_head
+
+
+def test_a_checkout_that_is_not_the_pr_head_refuses(tmp_path: Path, server: GitHubServer) -> None:
+    # The PR (and its event) say a1a1…; the workspace holds another commit.
+    event = base.pull_request_event(head_sha="a1" * 20)
+    result = _pr(tmp_path, server, event=event, move_head=False, inputs={"install": PROBE})
+    assert result.returncode == 64
+    head = base.checkout_head(result.workspace)
+    assert (
+        f"ragproof: error: the checkout is at {head[:12]}, not pull request #7's head commit a1a1a1a1a1a1"
+        in (result.stderr)
+    )
+    assert not (result.workspace / "installed.txt").exists()
+    assert not (result.workspace / "seen-env.json").exists()
+    assert server.state.check_runs == []
+
+
+def _workflow_run(tmp_path: Path, state: GitHubState, event: dict, **inputs: str):
+    with GitHubServer(state) as github:
+        return _pr(
+            tmp_path,
+            github,
+            event_name="workflow_run",
+            event=event,
+            sha=MERGE_BASE,
+            ref="refs/heads/main",
+            workflow_file="fork-safe-gate.yml",
+            inputs={"baseline-workflow": "fork-safe-candidate.yml", **inputs},
+        )
+
+
+def test_workflow_run_from_another_workflow_path_refuses(tmp_path: Path, state: GitHubState, runs) -> None:
+    event = _fork_world(state, runs, pr_head="f1" * 20)
+    # A fork's evil.yml with the same `name:` as the candidate workflow triggered the gate.
+    trigger = event["workflow_run"]
+    trigger["path"] = ".github/workflows/evil.yml"
+    result = _workflow_run(tmp_path, state, event)
+    assert result.returncode == 1, result.stderr
+    expected = (
+        f"the triggering run {trigger['id']} comes from the workflow .github/workflows/evil.yml, "
+        "not .github/workflows/fork-safe-candidate.yml"
+    )
+    assert f"::error title=ragproof::{expected}" in result.stdout
+    (check,) = state.check_runs
+    assert (check["head_sha"], check["conclusion"]) == ("f1" * 20, "failure")
+    assert md_escape(expected) in _ours(state, 8)[0]["body"]
+    candidate_id = state.artifacts[trigger["id"]][0]["id"]
+    assert not any(r["path"].endswith(f"/artifacts/{candidate_id}/zip") for r in state.requests)
+    # Named by an input, the same path is accepted.
+    state.check_runs.clear()
+    moved = _workflow_run(tmp_path, state, event, **{"candidate-workflow": ".github/workflows/evil.yml"})
+    assert moved.outputs["decision"] == "block", moved.stderr
+
+
+def _forged(worse: bytes, good: bytes) -> bytes:
+    """The worse run's outputs with the baseline's scores and summary pasted in."""
+    with zipfile.ZipFile(io.BytesIO(good)) as archive:
+        good_rows = {json.loads(x)["case_id"]: json.loads(x) for x in archive.read("rows.jsonl").splitlines()}
+        summary = archive.read("summary.json")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(worse)) as source, zipfile.ZipFile(buffer, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "rows.jsonl":
+                rows = [json.loads(x) for x in data.splitlines()]
+                for row in rows:
+                    row["metrics"] = good_rows[row["case_id"]]["metrics"]
+                data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            elif name == "summary.json":
+                data = summary
+            target.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_forged_scores_in_a_candidate_artifact_are_rescored(tmp_path: Path, state: GitHubState, runs) -> None:
+    event = _fork_world(state, runs, pr_head="f1" * 20)
+    trigger = event["workflow_run"]["id"]
+    forged = _forged(runs["worse"], runs["baseline"])
+    state.blobs[state.artifacts[trigger][0]["id"]] = forged
+    result = _workflow_run(tmp_path, state, event)
+    assert result.returncode == 1, result.stderr
+    assert result.outputs["decision"] == "block"  # as scored here from the retrieved chunks
+    assert state.check_runs[0]["conclusion"] == "failure"
+    assert not (result.workspace / "seen-env.json").exists()  # nothing of the PR ran
