@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from servers.github_server import GitHubServer, GitHubState
 
 from gate import __version__
 from gate.github.client import GitHubClient
 from gate.github.workflow import parse_output_file
 from gate.model.artifact import DatasetInfo, GitInfo, MetricSummary, Row, RunMeta, Summary, ToolInfo
-from gate.model.records import MetricResult
+from gate.model.config import parse_config
+from gate.model.dataset import Case, dataset_sha256, write_cases
+from gate.model.records import Chunk, MetricResult
 from gate.run.artifact_io import write_artifact
 
 METRIC = "retrieval.recall_at_k"
@@ -40,32 +43,50 @@ gate:
 """
 
 
+CASE_COUNT = 20
+
+
+def cases(count: int = CASE_COUNT) -> list[Case]:
+    """The dataset of CONFIG: case ``case-NN`` expects the chunk ``doc-NN``."""
+    return [
+        Case(id=f"case-{i:02d}", question=f"where is fact {i}?", expected_source_ids=[f"doc-{i:02d}"])
+        for i in range(count)
+    ]
+
+
 def write_run(
     directory: Path, values: list[float], *, commit: str = "c1" * 20, run_id: str = "run-1"
 ) -> Path:
-    """A complete run artifact with one scored metric per case (values in case order)."""
+    """A complete run artifact with one scored metric per case (values in case order).
+
+    Each row holds the chunk that scores it (``doc-NN`` for 1.0, another for 0.0), so a gate
+    that re-scores raw outputs finds the same values; the run carries CONFIG and its cases.
+    """
     rows = [
         Row(
             case_id=f"case-{i:02d}",
             position=i,
             kind="qa",
             status="ok",
+            retrieved=[Chunk(id=f"doc-{i:02d}" if value == 1.0 else "doc-unrelated", text=f"fact {i}")],
             metrics={METRIC: MetricResult.scored(value)},
         )
         for i, value in enumerate(values)
     ]
+    dataset = cases(len(values))
     mean = sum(values) / len(values)
     meta = RunMeta(
         run_id=run_id,
         created_at="2026-03-01T00:00:00Z",
         tool=ToolInfo(version=__version__),
         git=GitInfo(commit=commit, ref="refs/heads/main"),
-        dataset=DatasetInfo(path="cases.jsonl", sha256="d" * 64, case_count=len(values)),
+        dataset=DatasetInfo(path="cases.jsonl", sha256=dataset_sha256(dataset), case_count=len(values)),
         config_hash="h" * 64,
         k=3,
         source_match="chunk",
         metrics=[METRIC],
         slices=["kind"],
+        config=parse_config(yaml.safe_load(CONFIG), "ragproof.yaml").recorded(),
     )
     summary = Summary(
         cases=len(values),
@@ -73,7 +94,7 @@ def write_run(
         adapter_failure_rate=0.0,
         slices={"all": {METRIC: MetricSummary(mean=mean, scored=len(values))}},
     )
-    return write_artifact(directory, meta, rows, summary)
+    return write_artifact(directory, meta, rows, summary, cases=dataset)
 
 
 GOOD = [1.0] * 16 + [0.0] * 4  # mean 0.8
@@ -108,6 +129,7 @@ def make_workspace(root: Path, *, config: str = CONFIG) -> Path:
     workspace = root / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     (workspace / "ragproof.yaml").write_text(config)
+    write_cases(workspace / "cases.jsonl", cases())
     return workspace
 
 

@@ -28,6 +28,8 @@ def test_the_vendored_operations_are_the_ones_the_action_calls() -> None:
         "issues.create_comment",
         "issues.update_comment",
         "checks.create",
+        "issues.list_events",
+        "repos.get_collaborator_permission_level",
     }
     gate_sources = "".join(
         p.read_text() for p in (Path(__file__).parents[1] / "gate" / "github").glob("*.py")

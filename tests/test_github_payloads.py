@@ -217,7 +217,8 @@ def test_workflow_run_of_a_same_repository_pull_request_is_gated(tmp_path: Path)
             server.url,
             event_name="workflow_run",
             event=event,
-            inputs={},
+            # the baselines' (and candidate's) workflow: never taken from the trigger's name
+            inputs={"baseline-workflow": "candidate.yml"},
             sha=base,
             ref="refs/heads/main",
             workflow_file="gate.yml",

@@ -757,7 +757,11 @@ class GitHubServer:
                 "repository-collaborator-permission-response-if-user-has-admin-permissions"
             )
             answer.update(permission=self._PERMISSION_OF_ROLE.get(role, role), role_name=role)
-            answer["user"].update(user(g[1], 7000 + len(g[1])))
+            answer["user"] = _retarget(answer["user"], "/octocat", f"/{g[1]}")
+            # GitHub's example lacks the user's role_name, which its schema requires.
+            answer["user"].update(
+                login=g[1], id=7000 + len(g[1]), node_id=f"U_{7000 + len(g[1])}", role_name=role
+            )
             h._send(200, answer, ok)
             return True
         return False
