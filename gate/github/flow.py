@@ -373,7 +373,7 @@ class ActionFlow:
             return False
         if repo.id is not None and self.repository.id is not None:
             return repo.id == self.repository.id
-        return repo.full_name.lower() == self.ctx.repository.lower()
+        return (repo.full_name or "").lower() == self.ctx.repository.lower()
 
     def target(self) -> Target:
         event = self.ctx.event_name
@@ -386,7 +386,8 @@ class ActionFlow:
             pull = get_pull(self.client, self.inputs.pr_number)
             runs_code = not (self.inputs.mode == "compare" and self.inputs.candidate)
             if runs_code and not self._same_repository(pull):
-                origin = pull.head.repo.full_name if pull.head.repo else "a deleted fork"
+                repo = pull.head.repo
+                origin = (repo.full_name or f"repository {repo.id}") if repo else "a deleted fork"
                 raise UsageError(
                     f"input pr-number: pull request #{pull.number} comes from {origin}, not this repository: "
                     "refusing to run its code with this workflow's secrets (only mode: compare with a "
