@@ -602,7 +602,6 @@ class ActionFlow:
     ) -> Result:
         from gate.decision.compare import compare_runs
         from gate.report.markdown import (
-            HEADLINE,
             check_title,
             render_gate_table,
             render_markdown,
@@ -640,8 +639,7 @@ class ActionFlow:
                 result = Result.not_comparable(report, f"{self.inputs.check_name}: not comparable", search)
             else:
                 decision = comparison.overall
-                escalated = policy.change.changed and decision == "pass"
-                if escalated:
+                if policy.change.changed and decision == "pass":
                     # A policy change needs a human: it never passes silently.
                     decision = "review"
                     comparison = comparison.model_copy(update={"overall": decision})
@@ -651,11 +649,7 @@ class ActionFlow:
                     first.insert(0, accepted.note() or "")
                 runs = {"baseline": search.baseline.artifact, "candidate": candidate}
                 report = render_markdown(comparison, context=context, **runs) + self._notes(search, *first)
-                title = (
-                    f"{HEADLINE['review']}: the pull request changes the gate's policy or dataset"
-                    if escalated
-                    else check_title(comparison)
-                )
+                title = check_title(comparison)
                 result = Result.decided(
                     decision,
                     fail_on,

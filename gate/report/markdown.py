@@ -179,7 +179,8 @@ def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
     """One plain-text sentence saying why the overall decision is what it is.
 
     block: the blocking gate with the lowest Δ (its interval, and the floor when that is the
-    reason); review: the inconclusive gate whose interval reaches lowest; pass: the margin
+    reason); review: the inconclusive gate whose interval reaches lowest (or, with none, that
+    the pull request changed the policy: the action raises such a pass to review); pass: the margin
     every interval stayed above. Metric and slice names are user data: escape before use.
     """
     level = level_pct or _pct(comparison.settings.interval_confidence)
@@ -200,8 +201,11 @@ def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
             f"{head} is {reason}: the candidate's {level} interval "
             f"[{fmt_num(g.candidate_lo)}, {fmt_num(g.candidate_hi)}] lies wholly beyond it."
         )
+    reviews = [g for g in gating if g.decision == "review"]
+    if comparison.overall == "review" and not reviews:
+        # Raised to review by the caller (the action: the pull request changed the policy).
+        return "every gate passes, but the pull request changes the gate's policy or dataset: a maintainer must look."
     if comparison.overall == "review":
-        reviews = [g for g in gating if g.decision == "review"]
         g = min(reviews, key=lambda x: (x.lo if x.lo is not None else 0.0, x.metric, x.slice))
         return (
             f"nothing blocks, but {len(reviews)} gate{'s are' if len(reviews) != 1 else ' is'} inconclusive: "
