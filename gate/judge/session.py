@@ -32,7 +32,7 @@ from gate.core.network import NetworkSettings
 from gate.judge.cache import CachedVerdict, JudgeCache
 from gate.judge.client import ChatClient, Message, canonical_json, estimate_tokens, make_client
 from gate.judge.cost import EXPECTED_OUTPUT_TOKENS, CostMeter, check_budget_configuration
-from gate.judge.replies import REPLY_MODELS, ReplyError, parse_reply
+from gate.judge.replies import REPLY_MODELS, RefusalReply, ReplyError, parse_reply
 from gate.judge.templates import REPAIR_TEMPLATE, SYSTEM_TEMPLATE, PromptSet
 from gate.model.artifact import CostInfo, JudgeInfo
 from gate.model.config import JudgeConfig
@@ -221,7 +221,10 @@ class JudgeSession:
         """(True when the answer declined, the judge record). Raises JudgeError / BudgetExceeded."""
         answer = output.answer.text if output.answer is not None else ""
         verdict = self.ask("refusal", {"question": case.question, "answer": answer})
-        return bool(verdict.reply.declined), {**verdict.record, "verdict": verdict.reply.model_dump()}  # type: ignore[attr-defined]
+        return verdict.reply_as(RefusalReply).declined, {
+            **verdict.record,
+            "verdict": verdict.reply.model_dump(),
+        }
 
 
 def build_judge(

@@ -43,6 +43,7 @@ from gate.model.artifact import (
     DatasetInfo,
     JudgeInfo,
     Row,
+    RowStatus,
     RunArtifact,
     RunMeta,
     RunStatus,
@@ -182,7 +183,8 @@ class _CaseRunner:
     async def run(self, position: int, case: Case) -> Row:
         started = time.perf_counter()
         output = None
-        status, error = "ok", None
+        status: RowStatus = "ok"
+        error: str | None = None
         try:
             async with asyncio.timeout(self._timeout_s):
                 output = await self._adapter.run_case(case, self._k)
@@ -205,7 +207,7 @@ class _CaseRunner:
             question=case.question,
             expected_answer=case.expected_answer,
             expected_source_ids=list(case.expected_source_ids),
-            status=status,  # type: ignore[arg-type]
+            status=status,
             error=error[:MAX_ERROR_CHARS] if error else None,
             latency_ms=latency_ms,
             retrieved=output.retrieved if output is not None else None,

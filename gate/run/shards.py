@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from gate.core.errors import DataError, UsageError
-from gate.model.artifact import CostInfo, Row, RunArtifact, RunMeta, RunStatus
+from gate.model.artifact import CostInfo, Row, RunArtifact, RunMeta, RunStatus, ShardInfo
 from gate.run.artifact_io import new_run_id, utc_now
 
 Shard = tuple[int, int]  # (1-based index, count)
@@ -65,6 +65,13 @@ def _merged_status(parts: list[RunArtifact], all_shards: bool) -> RunStatus:
     return "complete"
 
 
+def _shard(part: RunArtifact) -> ShardInfo:
+    """The part's shard; only for parts that :func:`check_mergeable` accepted (all are shards)."""
+    if part.meta.shard is None:
+        raise DataError(f"{part.source}: not a shard (run.json has no shard); only shards are merged")
+    return part.meta.shard
+
+
 def check_mergeable(parts: list[RunArtifact]) -> None:
     """DataError unless ``parts`` are distinct shards of one run (same dataset, config, judge)."""
     if not parts:
@@ -74,10 +81,10 @@ def check_mergeable(parts: list[RunArtifact]) -> None:
     for part in parts:
         if part.meta.shard is None:
             raise DataError(f"{part.source}: not a shard (run.json has no shard); only shards are merged")
-        if part.meta.shard.count != first.meta.shard.count:  # type: ignore[union-attr]
+        if part.meta.shard.count != _shard(first).count:
             raise DataError(
                 f"{part.source}: shard count {part.meta.shard.count} differs from {first.source}'s "
-                f"{first.meta.shard.count}"  # type: ignore[union-attr]
+                f"{_shard(first).count}"
             )
         if part.meta.shard.index in seen:
             raise DataError(
@@ -110,7 +117,7 @@ def merge_artifacts(parts: list[RunArtifact]) -> tuple[RunMeta, list[Row]]:
             owner[row.case_id] = part.source
             rows.append(row)
     rows.sort(key=lambda r: (r.position is None, r.position if r.position is not None else 0, r.case_id))
-    count = first.meta.shard.count  # type: ignore[union-attr]
+    count = _shard(first).count
     cost = CostInfo(
         usd=sum(p.meta.cost.usd for p in parts),
         input_tokens=sum(p.meta.cost.input_tokens for p in parts),
@@ -129,8 +136,8 @@ def merge_artifacts(parts: list[RunArtifact]) -> tuple[RunMeta, list[Row]]:
             "wall_time_s": max(p.meta.wall_time_s for p in parts),
             # each shard checked its own cases: its warnings are kept, named by shard
             "warnings": [
-                f"shard {p.meta.shard.index}/{count}: {w}"  # type: ignore[union-attr]
-                for p in sorted(parts, key=lambda p: p.meta.shard.index)  # type: ignore[union-attr]
+                f"shard {_shard(p).index}/{count}: {w}"
+                for p in sorted(parts, key=lambda p: _shard(p).index)
                 for w in p.meta.warnings
             ],
         }
