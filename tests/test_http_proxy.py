@@ -19,15 +19,20 @@ from github_helpers import (
     write_run,
 )
 from judge_helpers import judge_config
+from run_helpers import run_one_case
 from servers.github_server import GitHubServer, GitHubState, pull_request_scenario, zip_directory
 from servers.judge_server import JudgeServer, reply
+from servers.pipeline_server import PipelineServer
 from servers.proxy_server import ProxyServer
 from servers.tls import PrivateCA
 
+from gate.adapters import build_adapter
+from gate.adapters.base import AdapterError
 from gate.core.environment import Environment
 from gate.core.errors import JudgeError
 from gate.core.network import NetworkSettings
 from gate.judge.session import build_judge
+from gate.model.config import parse_config
 
 QUESTION = {"question": "Is the sky green?", "answer": "I don't know."}
 VERDICT = {"declined": True, "reason": "says it does not know"}
@@ -229,3 +234,27 @@ def test_the_pipeline_keeps_the_proxy_settings_of_its_environment() -> None:
 
     settings = {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "x", "SSL_CERT_FILE": "/c"}
     assert pipeline_environment({**settings, "GITHUB_TOKEN": "t"}, None) == settings
+
+
+# -- the http pipeline adapter ---------------------------------------------------------------
+
+
+def test_http_adapter_trusts_the_ca_bundle_and_connects_directly(
+    tmp_path: Path, ca: PrivateCA, proxy: ProxyServer
+) -> None:
+    with PipelineServer(tls=ca.server_context()) as server:
+        config = parse_config(
+            {"dataset": "cases.jsonl", "adapter": {"type": "http", "url": server.url, "retries": 0}},
+            tmp_path / "ragproof.yaml",
+        )
+        trusted = Environment(
+            variables={"REQUESTS_CA_BUNDLE": str(ca.ca_file), "HTTPS_PROXY": proxy.url}, cwd=tmp_path
+        )
+        out = run_one_case(build_adapter(config, trusted, tmp_path), "ok: over tls", 2)  # type: ignore[arg-type]
+        assert out.answer is not None and out.answer.text == "answer: ok: over tls"
+        assert proxy.relayed == []  # the pipeline is reached directly, never through the proxy
+        untrusted = build_adapter(config, Environment(variables={}, cwd=tmp_path), tmp_path)
+        with pytest.raises(
+            AdapterError, match=r"^POST /retrieve: cannot connect \(SSLCertVerificationError\)$"
+        ):
+            run_one_case(untrusted, "ok: unknown ca", 2)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
 from gate.adapters.secrets import is_withheld, pipeline_environment
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
+from gate.core.network import NetworkSettings
 from gate.model.config import Config
 
 STDERR_LOG_NAME = "adapter-stderr.log"
@@ -63,7 +64,9 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
     if adapter.type == "http":
         from gate.adapters.http import HttpAdapter
 
-        return HttpAdapter(adapter, http_headers(config, env))
+        return HttpAdapter(
+            adapter, http_headers(config, env), NetworkSettings.from_variables(env.variables).ca_bundle
+        )
     if adapter.type == "command":
         from gate.adapters.command import CommandAdapter
 

@@ -61,8 +61,9 @@ class _Retryable(Exception):
 
 
 class HttpAdapter(CallAdapter):
-    def __init__(self, config: AdapterConfig, headers: dict[str, str]) -> None:
+    def __init__(self, config: AdapterConfig, headers: dict[str, str], ca_bundle: str | None = None) -> None:
         assert config.url is not None
+        self._ca_bundle = ca_bundle
         self._url = config.url
         self._paths = {"retrieve": config.retrieve_path, "answer": config.answer_path}
         self.supports_retrieve = "retrieve" in config.methods and bool(config.retrieve_path)
@@ -79,7 +80,7 @@ class HttpAdapter(CallAdapter):
         self._pool: ConnectionPool | None = None
 
     async def start(self) -> None:
-        self._pool = ConnectionPool(self._url, self._connections, self._headers)
+        self._pool = ConnectionPool(self._url, self._connections, self._headers, self._ca_bundle)
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -12,13 +12,18 @@ JSON reply — so the client does exactly that and no more:
 - at most ``size`` connections are open; idle ones are reused (most recent first);
 - a reused connection that fails before any reply byte (the server closed it while idle)
   is retried once on a fresh connection, as other clients do;
-- a body over ``max_body`` bytes is refused without reading the rest; the connection is dropped.
+- a body over ``max_body`` bytes is refused without reading the rest; the connection is dropped;
+- connections go straight to the URL's host: no proxy (the pipeline is a service next to the
+  runner); ``https`` is verified against ``ca_bundle`` (a PEM file or a certificate directory,
+  from REQUESTS_CA_BUNDLE / SSL_CERT_FILE / CURL_CA_BUNDLE / SSL_CERT_DIR, see
+  gate/core/network.py), else the system's OpenSSL store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import ssl
 from dataclasses import dataclass
@@ -56,7 +61,9 @@ class _Connection:
 
 
 class ConnectionPool:
-    def __init__(self, url: str, size: int, default_headers: dict[str, str]) -> None:
+    def __init__(
+        self, url: str, size: int, default_headers: dict[str, str], ca_bundle: str | None = None
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in {"http", "https"} or not parts.hostname:
             raise ValueError(f"expected an http:// or https:// URL, got {url!r}")
@@ -72,7 +79,12 @@ class ConnectionPool:
         self._head_tail = "".join(f"{k}: {v}\r\n" for k, v in fixed.items())
         self._slots = asyncio.Semaphore(size)
         self._idle: list[_Connection] = []
-        self._ssl = ssl.create_default_context() if self._tls else None
+        self._ssl: ssl.SSLContext | None = None
+        if self._tls:
+            is_dir = ca_bundle is not None and os.path.isdir(ca_bundle)
+            self._ssl = ssl.create_default_context(
+                cafile=None if is_dir else ca_bundle, capath=ca_bundle if is_dir else None
+            )
 
     async def _open(self) -> _Connection:
         try:

@@ -21,7 +21,7 @@ request that should carry none), read the way curl and requests read them:
   none of them set: the bundled certifi store. An empty value counts as unset (it never turns
   verification off).
 
-The ``http`` pipeline adapter does not use these settings: see gate/adapters/httpwire.py.
+The ``http`` pipeline adapter uses the CA bundle but no proxy: see gate/adapters/httpwire.py.
 """
 
 from __future__ import annotations

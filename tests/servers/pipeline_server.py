@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import json
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -147,7 +148,9 @@ class _Handler(BaseHTTPRequestHandler):
 class PipelineServer:
     """Start with ``with PipelineServer() as server:``; ``server.url`` is the base URL."""
 
-    def __init__(self, latency_s: float = 0.0, hang_s: float = 3.0) -> None:
+    def __init__(
+        self, latency_s: float = 0.0, hang_s: float = 3.0, *, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.latency_s = latency_s
         self.hang_s = hang_s
         self.requests: list[tuple[str, str, float]] = []
@@ -156,12 +159,15 @@ class PipelineServer:
         self._lock = threading.Lock()
         self.accepted = 0
         self._httpd = _Server(self)
+        self.scheme = "https" if tls else "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def connections(self) -> int:
         """How many connections the server has accepted."""
