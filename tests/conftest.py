@@ -10,8 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 from github_helpers import pull_request_server
+from hypothesis import settings
 from servers.github_server import GitHubServer
 from servers.judge_server import JudgeServer
+
+# Hypothesis's per-example deadline is a wall-clock bound: on a loaded 2-core machine a slow
+# example says nothing about the code, so properties are checked without one.
+settings.register_profile("ragproof", deadline=None)
+settings.load_profile("ragproof")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

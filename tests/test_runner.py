@@ -112,12 +112,13 @@ def test_http_pipeline_faults_each_end_in_a_row(tmp_path: Path) -> None:
     }
     cases = [{"id": name, "question": f"{name}: tell me about refunds"} for name in behaviours]
     write_dataset(tmp_path, cases)
-    # The timeout leaves room for Retry-After: 1 on a loaded machine; hang outlasts it.
-    with PipelineServer(hang_s=5.0) as server:
+    # The timeout leaves room for Retry-After: 1 and a 50 MB body on a loaded 2-core machine;
+    # hang outlasts it.
+    with PipelineServer(hang_s=12.0) as server:
         adapter = {
             "type": "http",
             "url": server.url,
-            "timeout_s": 2.5,
+            "timeout_s": 6.0,
             "retries": 1,
             "backoff_s": 0.01,
             "concurrency": 10,
