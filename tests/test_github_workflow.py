@@ -7,8 +7,17 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+from log_commands import obeyed_commands
 
-from gate.github.workflow import WorkflowCommands, escape_data, parse_output_file
+from gate.github.workflow import (
+    ZERO_WIDTH_SPACE,
+    LogGuard,
+    NeutralisingStream,
+    WorkflowCommands,
+    escape_data,
+    neutralise,
+    parse_output_file,
+)
 
 
 def _commands(tmp_path: Path) -> tuple[WorkflowCommands, io.StringIO]:
@@ -55,7 +64,8 @@ def test_annotations_escape_newlines_and_percent(tmp_path: Path) -> None:
     commands.error("50% worse\n::add-mask::x", title="gate: a,b")
     commands.warning("w")
     assert stream.getvalue().splitlines() == [
-        "::error title=gate%3A a%2Cb::50%25 worse%0A::add-mask::x",
+        # newline escaped, and the quoted text's markers broken as in all user text
+        f"::error title=gate%3A a%2Cb::50%25 worse%0A:{ZERO_WIDTH_SPACE}:add-mask:{ZERO_WIDTH_SPACE}:x",
         "::warning::w",
     ]
     assert escape_data("a\r\nb") == "a%0D%0Ab"
@@ -77,3 +87,74 @@ def test_without_files_nothing_is_written(tmp_path: Path) -> None:
     commands.set_output("a", "b")
     commands.append_summary("x")
     assert list(tmp_path.iterdir()) == []
+
+
+_markers = st.text(alphabet=":#[xX\n\r ", max_size=40)
+
+
+@given(_markers)
+def test_neutralised_text_holds_no_command_marker_anywhere(text: str) -> None:
+    out = neutralise(text)
+    assert "::" not in out and "##[" not in out
+    assert out.replace(ZERO_WIDTH_SPACE, "") == text
+
+
+@given(_markers, st.lists(st.integers(min_value=0, max_value=40), max_size=6))
+def test_markers_split_across_writes_are_broken_too(text: str, cuts: list[int]) -> None:
+    target = io.StringIO()
+    stream = NeutralisingStream(target)
+    bounds = sorted({0, len(text), *(min(c, len(text)) for c in cuts)})
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        stream.write(text[start:end])
+    out = target.getvalue()
+    assert "::" not in out and "##[" not in out
+    assert out.replace(ZERO_WIDTH_SPACE, "") == text
+
+
+def test_untrusted_lines_are_fenced_and_own_commands_resume() -> None:
+    target = io.StringIO()
+    guard = LogGuard(target)
+    guard.write_text("progress without a newline")
+    guard.untrusted("::error::forged\n##[warning]legacy")  # no final newline
+    guard.untrusted("::add-mask::x\n")
+    guard.command("::add-mask::real-secret")
+    guard.untrusted("::error::again\n")
+    log = target.getvalue()
+    lines = log.split("\n")
+    first, second = lines[1].removeprefix("::stop-commands::"), lines[7].removeprefix("::stop-commands::")
+    assert len(first) == 32 and len(second) == 32 and first != second
+    assert lines == [
+        "progress without a newline",
+        f"::stop-commands::{first}",
+        "::error::forged",
+        "##[warning]legacy",
+        "::add-mask::x",
+        f"::{first}::",
+        "::add-mask::real-secret",
+        f"::stop-commands::{second}",
+        "::error::again",
+        "",
+    ]
+    assert obeyed_commands(log) == [
+        ("stop-commands", first),
+        ("add-mask", "real-secret"),
+        ("stop-commands", second),
+    ]
+
+
+def test_workflow_commands_through_a_neutralising_stdout_stay_commands(monkeypatch) -> None:
+    target = io.StringIO()
+    stream = NeutralisingStream(target)
+    monkeypatch.setattr("sys.stdout", stream)
+    commands = WorkflowCommands(output_path=None, summary_path=None)
+    print("a case id ::error::x from the dataset")
+    commands.warning("case ::x:: failed")
+    with commands.group("install"):
+        stream.commands.untrusted("::error::forged\n")
+    assert [name for name, _ in obeyed_commands(target.getvalue())] == [
+        "warning",
+        "group",
+        "stop-commands",
+        "endgroup",
+    ]
+    assert target.getvalue().startswith(f"a case id :{ZERO_WIDTH_SPACE}:error:{ZERO_WIDTH_SPACE}:x")
