@@ -33,6 +33,18 @@ RUN python3 -m venv /opt/ragproof \
         -depth -type d -name tests -exec rm -rf {} + \
     && /opt/ragproof/bin/python -c 'import numpy, scipy.stats, scipy.special, scipy.optimize'
 
+# Untrusted code - the pipeline under test and the `install` command - runs as this unprivileged
+# uid, never as root: it cannot write /github/file_commands or /opt/ragproof, and cannot read
+# the memory or environment of ragproof's own process. It installs into a virtual environment
+# of its own, /opt/pipeline, which sees ragproof's packages through a .pth file (the python
+# adapter's worker imports `gate` from there). See docs/action.md, "Security model".
+ENV RAGPROOF_PIPELINE_UID=64000 \
+    RAGPROOF_PIPELINE_VENV=/opt/pipeline
+RUN python3 -m venv /opt/pipeline \
+    && /opt/ragproof/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+        >"$(/opt/pipeline/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/ragproof.pth" \
+    && chown -R 64000:64000 /opt/pipeline
+
 # Only what the package build needs; see .dockerignore.
 COPY setup.py MANIFEST.in README.md /tmp/ragproof-src/
 COPY gate /tmp/ragproof-src/gate

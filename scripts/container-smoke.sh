@@ -8,7 +8,11 @@
 #   3. a push to the default branch inside the container: the baseline run, no API calls;
 #   4. the API test server with a pull request whose baseline artifact is that run;
 #   5. a pull_request event inside the container: it must leave one sticky comment and a
-#      successful check run on the pull request's head commit, and set the step outputs.
+#      successful check run on the pull request's head commit, and set the step outputs;
+#   6. the hostile pipeline (tests/pipelines/hostile.py) as a python, a command and an
+#      http-served pipeline, each with a hostile `install` command, with secrets of every kind
+#      in the container's environment: nothing it could read or write holds a secret, no
+#      file-command file changes but by ragproof, and no command it printed is obeyed.
 #
 # Needs root, podman, runc and mmdebstrap (apt-get install -y podman buildah runc mmdebstrap).
 # Settings (environment): RAGPROOF_SMOKE_DIR (work directory; each run uses a fresh job
@@ -156,6 +160,105 @@ run_action() { # EVENT_NAME SHA REF API_URL TOKEN
         -e INPUT_BASELINE-ARTIFACT=ragproof-run \
         "$IMAGE"
 }
+
+# The hostile pipeline, run the way the runner runs the action, with default capabilities.
+SECRET_NAMES=(INPUT_GITHUB-TOKEN GITHUB_TOKEN ACTIONS_RUNTIME_TOKEN ACTIONS_ID_TOKEN_REQUEST_TOKEN
+    ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_CACHE_URL ACTIONS_RESULTS_URL OPENAI_API_KEY DEPLOY_PASSWORD)
+hostile_run() { # KIND ADAPTER_YAML INSTALL
+    local kind="$1" dir="$JOB/hostile-$1"
+    rm -rf "$dir"
+    mkdir -p "$dir/workspace" "$dir/workflow" "$dir/file_commands"
+    cp "$ROOT/tests/pipelines/hostile.py" "$dir/workspace/"
+    printf '%s\n' '{"file_commands": "/github/file_commands", "scan": ["/github/file_commands", "/github/workflow", "/github/home"]}' \
+        >"$dir/workspace/hostile.json"
+    printf '%s\n' '{"id": "case-1", "question": "fact 1?", "expected_source_ids": ["doc-1"]}' \
+        '{"id": "case-2", "question": "fact 2?", "expected_source_ids": ["doc-1"]}' >"$dir/workspace/cases.jsonl"
+    printf 'version: 1\ndataset: cases.jsonl\nadapter:\n%s  timeout_s: 120\n  concurrency: 1\n  retries: 0\nrun:\n  k: 1\n  metrics: [retrieval.hit_rate_at_k]\n' \
+        "$2" >"$dir/workspace/ragproof.yaml"
+    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\"}" >"$dir/workflow/event.json"
+    for f in set_env set_output add_path save_state step_summary; do : >"$dir/file_commands/$f"; done
+    local secret_args=() name
+    : >"$dir/secrets"
+    for name in "${SECRET_NAMES[@]}"; do
+        value="RPSECRET-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+        secret_args+=(-e "$name=$value")
+        printf '%s=%s\n' "$name" "$value" >>"$dir/secrets"
+    done
+    set +e
+    podman run --rm --network host \
+        -v "$dir/workspace:/github/workspace" -w /github/workspace \
+        -v "$dir/workflow:/github/workflow" \
+        -v "$dir/file_commands:/github/file_commands" \
+        -e CI=true -e GITHUB_ACTIONS=true \
+        -e GITHUB_EVENT_NAME=push -e GITHUB_EVENT_PATH=/github/workflow/event.json \
+        -e GITHUB_SHA="$MAIN_SHA" -e GITHUB_REF=refs/heads/main \
+        -e GITHUB_REPOSITORY=acme/rag -e GITHUB_API_URL=http://127.0.0.1:9 \
+        -e GITHUB_SERVER_URL=https://github.example -e GITHUB_RUN_ID=4243 \
+        -e GITHUB_WORKSPACE=/github/workspace \
+        -e GITHUB_ENV=/github/file_commands/set_env -e GITHUB_OUTPUT=/github/file_commands/set_output \
+        -e GITHUB_PATH=/github/file_commands/add_path -e GITHUB_STATE=/github/file_commands/save_state \
+        -e GITHUB_STEP_SUMMARY=/github/file_commands/step_summary \
+        -e INPUT_CONFIG=ragproof.yaml -e INPUT_MODE=run -e INPUT_OUT=.ragproof/run \
+        -e "INPUT_INSTALL=$3" "${secret_args[@]}" \
+        "$IMAGE" >"$dir/stdout" 2>"$dir/stderr"
+    echo $? >"$dir/exit"
+    set -e
+    "$PYTHON" - "$dir" "$kind" "$ROOT/tests" <<'PY'
+import json
+import sys
+from pathlib import Path
+
+directory, kind, tests = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+sys.path.insert(0, tests)
+from log_commands import obeyed_commands  # noqa: E402
+
+stdout = (directory / "stdout").read_text()
+stderr = (directory / "stderr").read_text()
+code = int((directory / "exit").read_text())
+assert code == 0, f"{kind}: exit {code}\n{stdout[-2000:]}\n{stderr[-2000:]}"
+secrets = dict(line.split("=", 1) for line in (directory / "secrets").read_text().splitlines())
+findings = [
+    json.loads(line.split("HOSTILE-FINDINGS ", 1)[1]) for line in stdout.splitlines() if "HOSTILE-FINDINGS " in line
+]
+assert findings, f"{kind}: the install command reported nothing"
+rows = (directory / "workspace/.ragproof/run/rows.jsonl").read_text().splitlines()
+for row in map(json.loads, rows):
+    assert row["status"] == "ok", row
+    for text in [row["answer"]["text"], *(c["text"] for c in row["retrieved"])]:
+        findings.append(json.loads(text.removeprefix("HOSTILE-FINDINGS ")))
+for found in findings:
+    assert found["secrets"] == [], (kind, found)
+    assert found["written"] == [], (kind, found)
+    assert not {"/proc/1/environ", "/proc/1/mem"} & set(found["opened"]), (kind, found)
+    assert not (set(secrets) | {"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE"}) & set(found["env"])
+# ragproof's own masks name the secrets on purpose: the runner hides them from then on.
+everything = "".join(line for line in stdout.splitlines(True) if not line.startswith("::add-mask::")) + stderr
+for path in (directory / "workspace").rglob("*"):
+    if path.is_file():
+        everything += path.read_text(errors="replace")
+files = {p.name: p.read_text() for p in (directory / "file_commands").iterdir()}
+assert sorted(files) == ["add_path", "save_state", "set_env", "set_output", "step_summary"], sorted(files)
+assert files["set_env"] == files["add_path"] == files["save_state"] == "", files
+assert files["set_output"].startswith("decision=none\n"), files["set_output"]
+assert "HOSTILE" not in "".join(files.values())
+for value in secrets.values():
+    assert value not in everything + "".join(files.values()), f"{kind}: a secret reached the log or a file"
+obeyed = obeyed_commands(stdout)
+assert [c for c in obeyed if "HOSTILE" in c[0] + c[1]] == [], obeyed
+assert "::" not in stderr and "##[" not in stderr, stderr[-2000:]
+assert "::error::HOSTILE-error (install)" in stdout  # relayed, inside a stop-commands pair
+print(f"container smoke: hostile {kind} pipeline: {len(findings)} probes, nothing found, nothing obeyed")
+PY
+}
+
+free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+log "hostile pipelines in the image"
+hostile_run python $'  type: python\n  target: hostile:Pipeline\n' "python hostile.py install"
+hostile_run command $'  type: command\n  command: [python, hostile.py, stdio]\n' "python hostile.py install"
+port="$(free_port)"
+hostile_run http $'  type: http\n  url: http://127.0.0.1:'"$port"$'\n' \
+    "python hostile.py install; python hostile.py serve $port & python hostile.py wait $port"
 
 log "push to main (baseline run)"
 fresh_job

@@ -6,6 +6,7 @@ scores equal those of the same pipeline wrapped by hand for the python adapter.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -15,6 +16,8 @@ import pytest
 import yaml
 from frameworks import require
 from run_helpers import PIPELINES, ragproof
+
+from gate.adapters.base import Adapter
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -138,11 +141,12 @@ def test_framework_adapter_mistakes_are_named(tmp_path: Path) -> None:
         str(info.value)
         == "retrieve raised ValueError: adapter.documents_output: output has no 'context' (keys: reply)"
     )
+    # The target is loaded in the worker process: a wrong one is a usage error when it starts.
     with pytest.raises(UsageError) as usage:
-        _adapter(tmp_path, type="langchain", target="lc_fixtures:DOCS")
+        run_one_case(_adapter(tmp_path, type="langchain", target="lc_fixtures:DOCS"), "q", 3)
     assert str(usage.value) == "adapter.target: expected a LangChain Runnable or BaseRetriever, got list"
     with pytest.raises(UsageError) as usage:
-        _adapter(tmp_path, type="haystack", target="lc_fixtures:bm25")
+        run_one_case(_adapter(tmp_path, type="haystack", target="lc_fixtures:bm25"), "q", 3)
     assert str(usage.value) == "adapter.target: expected a Haystack Pipeline, got BM25Retriever"
 
 
@@ -170,6 +174,19 @@ two.add_component("second", InMemoryBM25Retriever(document_store=store))
 """
 
 
+def _served_methods(adapter: Adapter) -> tuple[bool, bool]:
+    """What the pipeline serves, as its worker process reports when it starts."""
+
+    async def started() -> tuple[bool, bool]:
+        await adapter.start()
+        try:
+            return adapter.supports_retrieve, adapter.supports_answer
+        finally:
+            await adapter.close()
+
+    return asyncio.run(started())
+
+
 def test_llamaindex_retrievers_get_run_k_and_haystack_ambiguity_is_named(tmp_path: Path) -> None:
     from run_helpers import run_one_case
 
@@ -183,19 +200,20 @@ def test_llamaindex_retrievers_get_run_k_and_haystack_ambiguity_is_named(tmp_pat
     assert (out.supports_answer, len(out.retrieved or [])) == (False, 3)
     assert {c.metadata["document_id"] for c in out.retrieved or []} <= {f"d{i}" for i in range(6)}
     with pytest.raises(UsageError) as usage:
-        _adapter(tmp_path, type="haystack", target="hs_fixtures:two")
+        run_one_case(_adapter(tmp_path, type="haystack", target="hs_fixtures:two"), "q", 3)
     assert str(usage.value) == (
         "adapter.documents_output: several components give a 'documents' output (first.documents, "
         "second.documents); name one"
     )
     with pytest.raises(UsageError) as usage:
-        _adapter(
+        adapter = _adapter(
             tmp_path,
             type="haystack",
             target="hs_fixtures:two",
             documents_output="first.documents",
             answer_output="llm.replies",
         )
+        run_one_case(adapter, "q", 3)
     assert (
         str(usage.value)
         == "adapter.answer_output: the pipeline has no component 'llm' (components: first, second)"
@@ -203,7 +221,7 @@ def test_llamaindex_retrievers_get_run_k_and_haystack_ambiguity_is_named(tmp_pat
     second = _adapter(
         tmp_path, type="haystack", target="hs_fixtures:two", documents_output="second.documents"
     )
-    assert (second.supports_retrieve, second.supports_answer) == (True, False)
+    assert _served_methods(second) == (True, False)
 
 
 def test_validate_builds_the_framework_pipeline(tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ from gate.run.store import Store
 
 
 def _env(directory: Path, **variables: str) -> Environment:
-    return Environment(variables={"PATH": os.environ.get("PATH", ""), **variables}, cwd=directory)
+    # The pipeline runs in a worker process whose environment comes from this Environment.
+    passed = {name: os.environ[name] for name in ("PATH", "TINY_CALL_LOG") if name in os.environ}
+    return Environment(variables={**passed, **variables}, cwd=directory)
 
 
 def _run(directory: Path, out: str = "run", **kwargs: Any) -> Any:
@@ -183,7 +185,7 @@ def test_four_shards_partition_the_cases_and_merge_to_the_unsharded_run(tmp_path
 
 
 def _log_pipeline_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """Have the in-process tiny pipeline (which reads its own process environment) log its calls."""
+    """Have the tiny pipeline (it reads TINY_CALL_LOG from its environment) log its calls."""
     log = tmp_path / "calls.log"
     monkeypatch.setenv("TINY_CALL_LOG", str(log))
     return log

@@ -1,8 +1,8 @@
 """Adapters: how a pipeline is called (``python``, ``http``, ``command``, ``replay``).
 
 :func:`build_adapter` turns ``config.adapter`` into an :class:`~gate.adapters.base.Adapter`.
-Configuration problems (a module that does not import, a missing header variable) raise
-UsageError here, before any case runs.
+Configuration problems (a missing header variable) raise UsageError here; a python target that
+does not import raises it from ``Adapter.start()``, before any case runs.
 """
 
 from __future__ import annotations
@@ -12,10 +12,12 @@ import shutil
 import sys
 from importlib.machinery import PathFinder
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
-from gate.adapters.secrets import is_withheld, pipeline_environment
+from gate.adapters.sandbox import untrusted_environment
+from gate.adapters.secrets import is_withheld
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
 from gate.core.network import NetworkSettings
@@ -45,22 +47,38 @@ def http_headers(config: Config, env: Environment) -> dict[str, str]:
     return headers
 
 
-def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
-    """The adapter for ``config.adapter``; the command adapter's stderr goes to ``log_dir``."""
+def _process_options(config: Config, env: Environment, log_dir: Path) -> dict[str, Any]:
+    """What the command adapter and the python worker share: environment, log, limits."""
     adapter = config.adapter
-    if adapter.type == "python":
-        from gate.adapters.python import PythonAdapter, load_pipeline
+    return {
+        "cwd": env.cwd,
+        "environment": untrusted_environment(
+            env.variables, config.judge.api_key_env, adapter.env_passthrough
+        ),
+        "log_path": log_dir / STDERR_LOG_NAME,
+        "retries": adapter.retries,
+        "max_line_bytes": adapter.max_response_bytes,
+    }
 
-        assert adapter.target is not None
-        search = [config.base_dir, env.cwd]
-        return PythonAdapter(load_pipeline(adapter.target, search))
-    if adapter.type in FRAMEWORK_PACKAGES:
-        from gate.adapters.frameworks import framework_pipeline
-        from gate.adapters.python import PythonAdapter, load_framework_object
 
-        assert adapter.target is not None
-        target = load_framework_object(adapter.target, [config.base_dir, env.cwd])
-        return PythonAdapter(framework_pipeline(adapter.type, target, adapter, config.run.k))
+def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
+    """The adapter for ``config.adapter``; a pipeline process's stderr goes to ``log_dir``.
+
+    python and command pipelines run in processes of their own, started through the active
+    sandbox (:mod:`gate.adapters.sandbox`); a python target is imported there, not here.
+    """
+    adapter = config.adapter
+    if adapter.type == "python" or adapter.type in FRAMEWORK_PACKAGES:
+        from gate.adapters.python import PythonWorkerAdapter, worker_argv
+        from gate.adapters.sandbox import active
+
+        # Framework adapters are python pipelines too: the worker builds the same object.
+        sandbox = active()
+        python = sandbox.python() if sandbox is not None else sys.executable
+        return PythonWorkerAdapter(
+            worker_argv(python, adapter, [config.base_dir, env.cwd], config.run.k),
+            **_process_options(config, env, log_dir),
+        )
     if adapter.type == "http":
         from gate.adapters.http import HttpAdapter
 
@@ -72,15 +90,7 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
 
         assert adapter.command is not None
         return CommandAdapter(
-            list(adapter.command),
-            cwd=env.cwd,
-            environment=pipeline_environment(
-                env.variables, config.judge.api_key_env, adapter.env_passthrough
-            ),
-            log_path=log_dir / STDERR_LOG_NAME,
-            retries=adapter.retries,
-            max_line_bytes=adapter.max_response_bytes,
-            methods=list(adapter.methods),
+            list(adapter.command), methods=list(adapter.methods), **_process_options(config, env, log_dir)
         )
     from gate.adapters.replay import ReplayAdapter, load_replay
 

@@ -19,6 +19,12 @@ to a log file kept with the run. Its environment is the caller's minus the withh
 If the process exits, requests in flight fail and are retried (up to ``adapter.retries``) on
 a fresh process; after ``MAX_CONSECUTIVE_EXITS`` exits with no reply in between the adapter
 stops restarting it and every further case is an adapter error.
+
+The process is started through the active sandbox (:mod:`gate.adapters.sandbox`): its own
+session, and in the action's image another user. With ``handshake`` (the python adapter's
+worker) the first line the process writes says what it serves, ``{"ready": true, "methods":
+[...]}``, or why it cannot, ``{"fatal": "..."}`` (a usage error). ``kill()`` stops the process
+at once: requests of other cases in flight then go to a fresh process without using a retry.
 """
 
 from __future__ import annotations
@@ -42,6 +48,10 @@ STOP_GRACE_S = 2.0
 class _ProcessGone(Exception):
     """The process handling a request went away before replying (retryable)."""
 
+    def __init__(self, reason: str, *, collateral: bool = False) -> None:
+        super().__init__(reason)
+        self.collateral = collateral  # stopped on purpose for another request: no retry used
+
 
 @dataclass
 class _Process:
@@ -49,6 +59,7 @@ class _Process:
     pending: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     reader: asyncio.Task[None] | None = None
     gone: str | None = None  # why it stopped, once it has
+    killed: bool = False  # stopped by kill(), not by itself
 
 
 class CommandAdapter(CallAdapter):
@@ -62,8 +73,10 @@ class CommandAdapter(CallAdapter):
         retries: int,
         max_line_bytes: int,
         methods: list[str],
+        handshake: bool = False,
     ) -> None:
         self._argv = argv
+        self._handshake = handshake
         self._cwd = cwd
         self._environment = environment
         self._log_path = log_path
@@ -98,6 +111,9 @@ class CommandAdapter(CallAdapter):
         if self._log is None:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self._log_path, "ab")  # noqa: SIM115 - kept open for the run
+        from gate.adapters.sandbox import active
+
+        sandbox = active()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self._argv,
@@ -107,16 +123,56 @@ class CommandAdapter(CallAdapter):
                 cwd=self._cwd,
                 env=self._environment,
                 limit=self._max_line_bytes + 1,
+                **(sandbox.popen_kwargs() if sandbox is not None else {}),
             )
         except OSError as exc:
             raise UsageError(
                 f"adapter.command: cannot start {self._argv[0]!r}: {exc.strerror or exc}"
             ) from None
+        if sandbox is not None:
+            sandbox.started(proc.pid)
         self.starts += 1
+        if self._handshake:
+            await self._greeting(proc)
         current = _Process(proc)
         current.reader = asyncio.create_task(self._read_replies(current))
         self._current = current
         return current
+
+    async def _greeting(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        try:
+            line = await proc.stdout.readline()
+        except ValueError:
+            line = b""
+        try:
+            message = json.loads(line) if line else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            message = None
+        # A failure on the first start is the configuration's; on a restart it is this case's.
+        error: type[Exception] = UsageError if self.starts == 1 else AdapterError
+        if not isinstance(message, dict) or not message.get("ready"):
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+            code = await proc.wait()
+            if isinstance(message, dict) and isinstance(message.get("fatal"), str):
+                raise error(message["fatal"])
+            raise error(
+                f"adapter: the pipeline's process exited (code {code}) before it was ready; "
+                f"its output is in {self._log_path}"
+            )
+        methods = message.get("methods") or []
+        self.supports_retrieve = "retrieve" in methods
+        self.supports_answer = "answer" in methods
+
+    def kill(self) -> None:
+        """Stop the current process now; requests in flight go to a fresh one, no retry used."""
+        current = self._current
+        if current is not None and current.gone is None and current.proc.returncode is None:
+            current.killed = True
+            with contextlib.suppress(ProcessLookupError):
+                current.proc.kill()
 
     def _note(self, text: str) -> None:
         if self._log is not None:
@@ -138,12 +194,15 @@ class CommandAdapter(CallAdapter):
                 break
             self._dispatch(current, line)
         code = await current.proc.wait()
+        if current.killed:
+            reason = "was stopped (another request timed out)"
+        else:
+            self._exits_without_reply += 1
         current.gone = f"{reason}; exit code {code}"
-        self._exits_without_reply += 1
         self._note(f"process {current.proc.pid} {current.gone}")
         for future in current.pending.values():
             if not future.done():
-                future.set_exception(_ProcessGone(current.gone))
+                future.set_exception(_ProcessGone(current.gone, collateral=current.killed))
         current.pending.clear()
 
     def _dispatch(self, current: _Process, line: bytes) -> None:
@@ -185,7 +244,8 @@ class CommandAdapter(CallAdapter):
 
     async def _request(self, method: str, fields: dict[str, Any]) -> Any:
         failure = ""
-        for _attempt in range(self._retries + 1):
+        attempts = 0
+        while attempts <= self._retries:
             current = await self._process()
             request_id = str(next(self._ids))
             future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
@@ -198,16 +258,21 @@ class CommandAdapter(CallAdapter):
                 message = await future
             except (_ProcessGone, BrokenPipeError, ConnectionResetError) as exc:
                 failure = str(exc) or "its stdin was closed"
+                if not (isinstance(exc, _ProcessGone) and exc.collateral):
+                    attempts += 1
                 continue
             finally:
                 current.pending.pop(request_id, None)
             if "error" in message:
-                raise AdapterError(f"{method}: {message['error']}")
+                raise AdapterError(self._error_message(method, message["error"]))
             if "result" not in message:
                 raise AdapterError(f"{method}: reply has neither 'result' nor 'error'")
             return message["result"]
         tries = f" (after {self._retries} retries)" if self._retries else ""
         raise AdapterError(f"{method}: command {failure}{tries}")
+
+    def _error_message(self, method: str, error: Any) -> str:
+        return f"{method}: {error}"
 
     async def retrieve(self, question: str, k: int) -> list[Chunk]:
         return parse_chunks(await self._request("retrieve", {"question": question, "k": k}))

@@ -1,18 +1,21 @@
-"""The ``python`` adapter: a pipeline object in this process, named ``module:attr``.
+"""The ``python`` adapter: a pipeline object named ``module:attr``, run in a worker process.
 
 ``attr`` may be an object with ``retrieve``/``answer`` methods, a class (instantiated without
 arguments) or a zero-argument factory (called once). Methods may be plain or ``async def``.
 The module is imported with the config file's directory and then the working directory at
 the front of ``sys.path``, so ``pipeline:make`` next to ``ragproof.yaml`` just works.
 
-Plain methods run on their own daemon thread per call (the runner bounds how many are in
-flight). A plain call that overruns the per-case timeout is recorded as a timeout, but Python
-cannot stop the thread: it finishes in the background and its result is discarded; being a
-daemon thread, it never keeps ragproof from exiting (a pool's worker threads would be joined
-at exit, so one hung call could hold a CI job until its own timeout).
+The pipeline is code under test, often from a pull request: it never runs inside ragproof's
+own process (which may hold the judge key or the job's token). :class:`PythonWorkerAdapter`
+starts ``python -m gate.adapters.worker``, which imports the target and speaks the command
+adapter's JSON-lines protocol (:mod:`gate.adapters.command`); it is started like a command
+pipeline (scrubbed environment, the active sandbox's user and session). In the worker, plain
+methods run on a daemon thread per call and ``async`` ones on its event loop; what the
+pipeline prints goes to the adapter's stderr log, never into the protocol.
 
-The pipeline runs inside ragproof's own process and can read everything the process can;
-run untrusted pipeline code with the ``command`` adapter, whose environment is scrubbed.
+A call that overruns the per-case timeout is really stopped: the worker is killed, calls of
+other cases in flight are sent again to a fresh worker (without using a retry), and the next
+case imports the pipeline anew.
 """
 
 from __future__ import annotations
@@ -27,9 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gate.adapters.base import AdapterError, CallAdapter, parse_answer, parse_chunks
+from gate.adapters.command import CommandAdapter
 from gate.core.errors import UsageError
-from gate.model.records import Answer, Chunk
+from gate.model.config import AdapterConfig
+from gate.model.dataset import Case
+from gate.model.records import CaseOutput
 
 
 def _import_target(target: str, search_dirs: list[Path]) -> Any:
@@ -157,31 +162,68 @@ def run_on_daemon_thread(method: Callable[..., Any], *args: Any) -> asyncio.Futu
     return future
 
 
-class PythonAdapter(CallAdapter):
-    def __init__(self, pipeline: Any) -> None:
-        self._retrieve: Callable[..., Any] | None = getattr(pipeline, "retrieve", None)
-        self._answer: Callable[..., Any] | None = getattr(pipeline, "answer", None)
-        self.supports_retrieve = callable(self._retrieve)
-        self.supports_answer = callable(self._answer)
+def make_pipeline(adapter: AdapterConfig, search_dirs: list[Path], k: int) -> Any:
+    """The pipeline object an adapter config names: the one place that builds it (in the worker).
 
-    async def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+    ``python``: :func:`load_pipeline`; a framework type (langchain, llamaindex, haystack): its
+    thin pipeline over the imported object (:func:`gate.adapters.frameworks.framework_pipeline`,
+    which needs the run's ``k``).
+    """
+    assert adapter.target is not None
+    if adapter.type == "python":
+        return load_pipeline(adapter.target, search_dirs)
+    from gate.adapters.frameworks import framework_pipeline
+
+    return framework_pipeline(adapter.type, load_framework_object(adapter.target, search_dirs), adapter, k)
+
+
+def worker_environment(environment: dict[str, str]) -> dict[str, str]:
+    """``environment`` so that the worker imports this very ``gate``.
+
+    An installed ragproof is found by the interpreter itself; one imported from a source tree
+    (``PYTHONPATH``, the working directory) is appended to ``PYTHONPATH``. Site-packages are
+    never added: they would shadow the pipeline's own versions of shared dependencies.
+    """
+    import gate
+
+    root = str(Path(gate.__file__).resolve().parent.parent)
+    if Path(root).name in ("site-packages", "dist-packages"):
+        return environment
+    entries = [e for e in environment.get("PYTHONPATH", "").split(":") if e]
+    if root not in entries:
+        entries.append(root)
+    return {**environment, "PYTHONPATH": ":".join(entries)}
+
+
+def worker_argv(python: str, adapter: AdapterConfig, search_dirs: list[Path], k: int) -> list[str]:
+    """The worker's command line: the adapter config as JSON, the run's k, the import directories."""
+    argv = [python, "-m", "gate.adapters.worker", adapter.model_dump_json(), str(k)]
+    return argv + [str(d.resolve()) for d in search_dirs]
+
+
+class PythonWorkerAdapter(CommandAdapter):
+    """The python adapter: the pipeline in ``python -m gate.adapters.worker``."""
+
+    def __init__(self, argv: list[str], *, environment: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(
+            argv,
+            handshake=True,
+            methods=["retrieve", "answer"],
+            environment=worker_environment(environment),
+            **kwargs,
+        )
+
+    def _error_message(self, method: str, error: Any) -> str:
+        # The worker already says which method raised what.
+        return str(error)
+
+    async def run_case(self, case: Case, k: int) -> CaseOutput:
         try:
-            if inspect.iscoroutinefunction(method):
-                result = await method(*args)
-            else:
-                result = await run_on_daemon_thread(method, *args)
-                if inspect.isawaitable(result):
-                    result = await result
-        except AdapterError:
+            return await super().run_case(case, k)
+        except asyncio.CancelledError:
+            # The case timed out (or the run was interrupted): stop the call for real.
+            self.kill()
             raise
-        except Exception as exc:
-            raise AdapterError(f"{method.__name__} raised {type(exc).__name__}: {exc}") from None
-        return result
 
-    async def retrieve(self, question: str, k: int) -> list[Chunk]:
-        assert self._retrieve is not None
-        return parse_chunks(await self._call(self._retrieve, question, k))
 
-    async def answer(self, question: str) -> Answer:
-        assert self._answer is not None
-        return parse_answer(await self._call(self._answer, question))
+__all__ = ["PythonWorkerAdapter", "load_pipeline", "make_pipeline", "worker_argv"]

@@ -2,8 +2,10 @@
 
 Code from a pull request is untrusted: the GitHub token, the Actions runtime tokens, the
 action's inputs (which may carry a token) and the judge's key and settings are withheld from
-the pipeline's process and from the headers the http adapter sends. A name listed in
-``adapter.env_passthrough`` is let through on purpose.
+the pipeline's process and from the headers the http adapter sends. So are the runner's
+file-command variables (``GITHUB_ENV``, ``GITHUB_OUTPUT``, ...): a pipeline that appends to
+them could set the next steps' environment, outputs or PATH. A name listed in
+``adapter.env_passthrough`` is let through on purpose (never a file-command variable).
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from collections.abc import Iterable, Mapping
 
 SECRET_NAMES: frozenset[str] = frozenset({"GITHUB_TOKEN", "GH_TOKEN"})
 SECRET_PREFIXES: tuple[str, ...] = ("ACTIONS_", "INPUT_", "RAGPROOF_JUDGE_")
+FILE_COMMAND_VARIABLES: frozenset[str] = frozenset(
+    {"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY"}
+)
 
 
 def is_withheld(name: str, judge_key_env: str | None) -> bool:
     """True when ``name`` is a variable the pipeline must not receive by default."""
     upper = name.upper()
-    if upper in SECRET_NAMES or upper.startswith(SECRET_PREFIXES):
+    if upper in SECRET_NAMES or upper in FILE_COMMAND_VARIABLES or upper.startswith(SECRET_PREFIXES):
         return True
     return judge_key_env is not None and name == judge_key_env
 
@@ -26,7 +31,7 @@ def pipeline_environment(
     variables: Mapping[str, str], judge_key_env: str | None, passthrough: Iterable[str] = ()
 ) -> dict[str, str]:
     """``variables`` without the withheld names, except those in ``passthrough``."""
-    allowed = set(passthrough)
+    allowed = set(passthrough) - FILE_COMMAND_VARIABLES
     return {
         name: value
         for name, value in variables.items()

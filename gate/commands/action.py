@@ -1,12 +1,27 @@
 """``ragproof action``: the entrypoint of the GitHub Action's container.
 
 Reads the job's context (``GITHUB_*``, the event file, ``INPUT_*``) once, refuses
-``pull_request_target`` unless allowed, masks the secrets, removes every credential from the
-process environment before any user code runs (the ``install`` command, a ``python`` adapter
-importing the pipeline), then runs the flow of :mod:`gate.github.flow` for the event (which
+``pull_request_target`` unless allowed, masks the secrets, keeps every credential
+out of reach of the code it runs (the ``install`` command, the pipeline of every adapter
+type), then runs the flow of :mod:`gate.github.flow` for the event (which
 calls ``install`` only after its checks, right before the pipeline) and writes the report, the
 job summary and the step's outputs. Exit codes are those of ``ragproof compare`` (0 on
 push/baseline runs). The run store lives in :func:`store_directory`, never in the checkout.
+
+How the credentials are kept (the security model, docs/action.md):
+
+1. The process marks itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): without
+   ``CAP_SYS_PTRACE`` (not in Docker's or podman's default set) no other process, root's
+   included, can read its ``/proc/PID/environ``, ``mem`` or file descriptors.
+2. It then re-executes itself with an allow-listed environment; the full one travels through
+   an anonymous memory file (``memfd``) that the new image reads and closes, so even the
+   initial ``/proc/1/environ`` of the container's PID 1 holds no secret.
+3. Untrusted processes start through the sandbox (:mod:`gate.adapters.sandbox`): allow-listed
+   environment without the file-command variables, a session of their own, and in the image
+   the unprivileged ``RAGPROOF_PIPELINE_UID`` (no write access to ``/github/file_commands`` or
+   to ragproof's installation).
+4. stdout belongs to a LogGuard (:mod:`gate.github.workflow`): the ``install`` command's output
+   is relayed inside ``::stop-commands::TOKEN``; everything else printed is neutralised.
 
 Paths in the outputs are relative to the workspace: the container sees the workspace at
 ``/github/workspace`` while later steps of the job run on the host, in the same directory.
@@ -15,23 +30,39 @@ Paths in the outputs are relative to the workspace: the container sees the works
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from gate.core.environment import Environment
 
 HELP = "GitHub Action entrypoint: run, find the baseline, compare, comment and set the check"
+# How long the install step waits for its output after the shell exited (a server it left
+# running keeps the pipe open; its later lines are still relayed, inside a stop-commands pair).
+RELAY_GRACE_S = 2.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    # Everything comes from the Actions environment (action.yml documents the inputs).
-    del parser
+    # Everything comes from the Actions environment (action.yml documents the inputs); the one
+    # argument is internal: the memory file holding the environment after the re-exec.
+    parser.add_argument("--environment-fd", type=int, default=None, help=argparse.SUPPRESS)
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.adapters.sandbox import set_non_dumpable
     from gate.core.errors import RagproofError
-    from gate.github.workflow import WorkflowCommands
+    from gate.github.workflow import WorkflowCommands, guard_standard_streams
 
-    del args
+    set_non_dumpable()
+    if args.environment_fd is None:
+        _reexec_clean(env)  # returns only where a re-exec is not possible
+    else:
+        env = _received_environment(args.environment_fd, env)
+    guard_standard_streams()
     try:
         return _run(env)
     except RagproofError as exc:
@@ -40,14 +71,59 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         raise
 
 
+def clean_process_environment(variables: Mapping[str, str]) -> dict[str, str]:
+    """What stays in ``os.environ`` after the re-exec: the sandbox allow-list, no credential."""
+    from gate.adapters.sandbox import Sandbox
+
+    return Sandbox().environment(dict(variables), judge_key_env=None)
+
+
+def _reexec_clean(env: Environment) -> None:
+    """Re-execute ``ragproof action`` with a clean environment; the full one goes over a memfd."""
+    if not hasattr(os, "memfd_create") or not hasattr(os, "execve"):
+        return  # best effort outside Linux: the scrub in _run still applies
+    fd = os.memfd_create("ragproof-environment", 0)  # inherited across exec, read once, closed
+    payload = json.dumps(dict(env.variables)).encode("utf-8")
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # -P: the working directory (the pull request's checkout) never shadows ragproof's modules.
+    argv = [sys.executable, "-P", "-m", "gate", "action", "--environment-fd", str(fd)]
+    os.execve(sys.executable, argv, clean_process_environment(env.variables))
+
+
+def _received_environment(fd: int, env: Environment) -> Environment:
+    from gate.core.errors import UsageError
+
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        variables = json.loads(b"".join(chunks))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--environment-fd {fd}: cannot read the environment: {exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    if not isinstance(variables, dict):
+        raise UsageError(f"--environment-fd {fd}: expected a JSON object")
+    return Environment(
+        variables=MappingProxyType({str(k): str(v) for k, v in variables.items()}),
+        cwd=env.cwd,
+        stderr_is_tty=env.stderr_is_tty,
+    )
+
+
 def pipeline_environment(env: Environment, cwd: Path, head_sha: str | None = None) -> Environment:
     """The Environment handed to the runner: no GitHub/Actions credentials, no inputs.
 
     On a pull request ``GITHUB_SHA`` is GitHub's merge commit, while the workflows check out
     and run the head commit: ``head_sha`` replaces it so run.json records what really ran.
     """
-    from types import MappingProxyType
-
     from gate.github.context import SECRET_VARIABLES
 
     kept = {
@@ -69,10 +145,7 @@ def workspace_relative(path: Path, workspace: Path) -> str:
 
 
 def _scrub_process_environment(judge_key_env: str | None) -> None:
-    # The entry point owns the process: code imported or started later (a python adapter's
-    # pipeline) must not find what the adapters withhold from a pipeline's process.
-    import os
-
+    # Where no re-exec was possible: code started later must not inherit what is withheld.
     from gate.adapters.secrets import is_withheld
     from gate.github.context import SECRET_VARIABLES
 
@@ -130,20 +203,50 @@ def store_directory(ctx: object, env: Environment) -> Path:
     return Path(tempfile.mkdtemp(prefix="ragproof-store-", dir=root or None))
 
 
-def _install(command: str, env: Environment, commands: object) -> None:
+def _install(command: str, variables: dict[str, str], cwd: Path, commands: object) -> None:
+    """Run the install command in the sandbox; its output is relayed as untrusted lines."""
     import subprocess
 
+    from gate.adapters.sandbox import active
     from gate.core.errors import RagproofError
+    from gate.github.workflow import guard_standard_streams
 
+    guard = guard_standard_streams()
+    sandbox = active()
     with commands.group(f"install: {command}"):  # type: ignore[attr-defined]
-        proc = subprocess.run(command, shell=True, cwd=env.cwd, env=dict(env.variables), check=False)
-    if proc.returncode != 0:
-        raise RagproofError(f"input install: command {command!r} failed with exit code {proc.returncode}")
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=variables,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            **(sandbox.popen_kwargs() if sandbox is not None else {"start_new_session": True}),
+        )
+        if sandbox is not None:
+            sandbox.started(proc.pid)
+        assert proc.stdout is not None
+        relay = guard.relay(proc.stdout, name="install-output")
+        code = proc.wait()
+        relay.join(RELAY_GRACE_S)
+    if code != 0:
+        raise RagproofError(f"input install: command {command!r} failed with exit code {code}")
 
 
 def _run(env: Environment) -> int:
-    import os
+    from gate.adapters.sandbox import Sandbox, activate
 
+    sandbox = Sandbox.from_environment(env.variables)
+    activate(sandbox)
+    try:
+        return _run_in(env)
+    finally:
+        sandbox.terminate()  # what the install command or a pipeline left running
+        activate(None)
+
+
+def _run_in(env: Environment) -> int:
+    from gate.adapters.sandbox import untrusted_environment
     from gate.commands._common import load_checked_config
     from gate.github.context import build_context
     from gate.github.flow import ActionFlow, refuse_dangerous_event
@@ -180,13 +283,11 @@ def _run(env: Environment) -> int:
         # configuration it runs with (its judge key variable may be the baseline's).
         protect(run_config.judge.api_key_env)
         if ctx.inputs.install:
-            from gate.adapters.secrets import pipeline_environment as allowed_for_pipeline
-
-            install_vars = allowed_for_pipeline(pipeline_env.variables, run_config.judge.api_key_env)
+            install_vars = untrusted_environment(pipeline_env.variables, run_config.judge.api_key_env)
             install_vars = {
                 name: value for name, value in install_vars.items() if name != config.judge.api_key_env
             }
-            _install(ctx.inputs.install, Environment(variables=install_vars, cwd=ctx.workspace), commands)
+            _install(ctx.inputs.install, install_vars, ctx.workspace, commands)
 
     flow = ActionFlow(
         ctx, pipeline_env, commands, config, install=prepare_pipeline, store_dir=store_directory(ctx, env)

@@ -1,0 +1,221 @@
+"""Where untrusted code runs: the pipeline (every adapter) and the action's ``install`` command.
+
+``ragproof action`` holds the job's credentials; the code it runs comes from the pull request.
+The entry point activates a :class:`Sandbox` once, and every process that runs untrusted code
+is started through it:
+
+- **environment**: an allow-list (:data:`BASE_VARIABLES`, the job's non-secret ``GITHUB_*`` /
+  ``RUNNER_*`` context, names the config lists in ``adapter.env_passthrough``), minus every
+  withheld name (:mod:`gate.adapters.secrets`), so a secret the workflow passes in ``env:``
+  stays out too. The file-command variables (``GITHUB_ENV``, ``GITHUB_OUTPUT``, ...) are never
+  passed.
+- **user**: when the process may switch users (root in the action's image) and a uid is
+  configured (``RAGPROOF_PIPELINE_UID``, set by the Dockerfile), untrusted processes run as that
+  uid with its own group, no supplementary groups and no capabilities, with a private
+  ``HOME``/``TMPDIR``: they cannot write the runner's file-command directory, ragproof's own
+  installation or anything else owned by root, nor read ragproof's memory.
+- **sessions**: each untrusted process starts a session of its own; ``terminate()`` ends what
+  is left of them (a server an ``install`` command left running) when the step ends.
+
+Without an active sandbox (``ragproof run`` on a laptop) the old rule holds: the pipeline gets
+the caller's environment minus the withheld names, with the caller's rights.
+
+:func:`set_non_dumpable` is the other half: the process holding the secrets marks itself
+non-dumpable, so other processes without ``CAP_SYS_PTRACE`` (Docker's and podman's default
+capabilities exclude it) cannot read its ``/proc/PID/environ``, ``mem`` or file descriptors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.adapters.secrets import FILE_COMMAND_VARIABLES, is_withheld
+
+# Variables an untrusted process may see even under the allow-list (no credential among them).
+BASE_VARIABLES: frozenset[str] = frozenset(
+    {
+        "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "CI", "GITHUB_ACTIONS",
+        "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONHASHSEED",
+        "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK", "VIRTUAL_ENV",
+        "HOME", "TMPDIR", "USER", "LOGNAME", "SHELL",
+        # network settings a pip install or a pipeline's own calls need
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
+    }
+)  # fmt: skip
+# Job context: which repository, commit, event (no credential; the token is withheld by name).
+CONTEXT_PREFIXES: tuple[str, ...] = ("GITHUB_", "RUNNER_", "LC_")
+
+UID_VARIABLE = "RAGPROOF_PIPELINE_UID"
+VENV_VARIABLE = "RAGPROOF_PIPELINE_VENV"
+
+
+def set_non_dumpable() -> bool:
+    """``prctl(PR_SET_DUMPABLE, 0)`` for this process; False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_dumpable = 4
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(pr_set_dumpable, 0, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def is_dumpable() -> bool | None:
+    """This process's dumpable flag (``prctl(PR_GET_DUMPABLE)``), None where unknown."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)) == 1
+    except (OSError, AttributeError):
+        return None
+
+
+@dataclass
+class Sandbox:
+    """How untrusted processes are started: environment allow-list, user, private home."""
+
+    uid: int | None = None
+    gid: int | None = None
+    home: Path | None = None
+    # a virtual environment the sandbox user may install into (its bin/ goes first on PATH)
+    venv: Path | None = None
+    sessions: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_environment(cls, variables: Mapping[str, str]) -> Sandbox:
+        """The sandbox the environment asks for; a uid only when this process can switch to it."""
+        sandbox = cls()
+        raw = (variables.get(UID_VARIABLE) or "").strip()
+        if raw and hasattr(os, "geteuid") and os.geteuid() == 0:
+            uid_text, _, gid_text = raw.partition(":")
+            sandbox.uid = int(uid_text)
+            sandbox.gid = int(gid_text) if gid_text else sandbox.uid
+        venv = (variables.get(VENV_VARIABLE) or "").strip()
+        if venv and (Path(venv) / "bin").is_dir():
+            sandbox.venv = Path(venv)
+        return sandbox
+
+    @property
+    def switches_user(self) -> bool:
+        return self.uid is not None
+
+    def prepare(self) -> None:
+        """Create the private home (owned by the sandbox user) once."""
+        if self.home is not None:
+            return
+        home = Path(tempfile.mkdtemp(prefix="ragproof-pipeline-"))
+        (home / "tmp").mkdir()
+        if self.uid is not None:
+            for path in (home, home / "tmp"):
+                os.chown(path, self.uid, self.gid if self.gid is not None else self.uid)
+        self.home = home
+
+    def environment(
+        self,
+        variables: Mapping[str, str],
+        judge_key_env: str | None,
+        passthrough: Iterable[str] = (),
+    ) -> dict[str, str]:
+        """The allow-listed environment of an untrusted process."""
+        allowed = set(passthrough)
+        kept = {
+            name: value
+            for name, value in variables.items()
+            if (name in BASE_VARIABLES or name.startswith(CONTEXT_PREFIXES) or name in allowed)
+            and not is_withheld(name, judge_key_env)
+        }
+        if self.home is not None:
+            kept["HOME"] = str(self.home)
+            kept["TMPDIR"] = str(self.home / "tmp")
+        if self.venv is not None:
+            kept["VIRTUAL_ENV"] = str(self.venv)
+            kept["PATH"] = os.pathsep.join(filter(None, [str(self.venv / "bin"), kept.get("PATH")]))
+        return kept
+
+    def python(self) -> str:
+        """The interpreter that runs a python-adapter pipeline."""
+        if self.venv is not None and (self.venv / "bin" / "python").exists():
+            return str(self.venv / "bin" / "python")
+        return sys.executable
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for subprocess.Popen / asyncio.create_subprocess_exec."""
+        kwargs: dict[str, Any] = {"start_new_session": True, "close_fds": True}
+        if self.uid is not None:
+            kwargs.update(user=self.uid, group=self.gid, extra_groups=[], umask=0o022)
+        return kwargs
+
+    def started(self, pid: int) -> None:
+        """Remember a process started through the sandbox (its session is ended by terminate)."""
+        self.sessions.append(pid)
+
+    def terminate(self) -> None:
+        """End what is left of the sessions started through the sandbox (SIGKILL)."""
+        for pid in self.sessions:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        self.sessions.clear()
+        if self.home is not None:
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
+
+
+_ACTIVE: Sandbox | None = None
+
+
+def activate(sandbox: Sandbox | None) -> None:
+    """Make ``sandbox`` the one every adapter and the install command use (the entry point's call)."""
+    global _ACTIVE
+    _ACTIVE = sandbox
+
+
+def active() -> Sandbox | None:
+    return _ACTIVE
+
+
+def untrusted_environment(
+    variables: Mapping[str, str], judge_key_env: str | None, passthrough: Iterable[str] = ()
+) -> dict[str, str]:
+    """The environment of an untrusted process under the active sandbox, or the deny-list one."""
+    from gate.adapters.secrets import pipeline_environment
+
+    sandbox = active()
+    if sandbox is None:
+        return pipeline_environment(variables, judge_key_env, passthrough)
+    sandbox.prepare()
+    return sandbox.environment(variables, judge_key_env, passthrough)
+
+
+def untrusted_popen_kwargs() -> dict[str, Any]:
+    sandbox = active()
+    if sandbox is None:
+        return {}
+    sandbox.prepare()
+    return sandbox.popen_kwargs()
+
+
+__all__ = [
+    "BASE_VARIABLES",
+    "FILE_COMMAND_VARIABLES",
+    "Sandbox",
+    "activate",
+    "active",
+    "set_non_dumpable",
+    "untrusted_environment",
+    "untrusted_popen_kwargs",
+]
