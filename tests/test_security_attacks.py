@@ -124,12 +124,19 @@ def base() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def _attack(base: Path, adapter: str, *, install: str = "", switch_user: bool = False) -> Attack:
+def _attack(
+    base: Path,
+    adapter: str,
+    *,
+    install: str = "",
+    switch_user: bool = False,
+    existing_workspace: bool = False,
+) -> Attack:
     workspace = base / "workspace"
     runner = base / "runner"
     file_commands = base / "file_commands"
     for directory in (workspace, runner, file_commands):
-        directory.mkdir(mode=0o755)
+        directory.mkdir(mode=0o755, exist_ok=existing_workspace and directory == workspace)
     shutil.copy(HOSTILE, workspace / "hostile.py")
     (workspace / "hostile.json").write_text(
         json.dumps({"file_commands": str(file_commands), "scan": [str(file_commands), str(runner)]})
@@ -271,3 +278,21 @@ def test_as_another_user_no_file_command_changes(base: Path, kind: str) -> None:
     contents = {path.name: path.read_text() for path in attack.file_commands.iterdir()}
     assert set(contents) == set(FILE_COMMANDS.values())
     assert "HOSTILE" not in "".join(contents.values())
+
+
+def test_error_messages_of_the_pipeline_cannot_command_the_runner(base: Path) -> None:
+    """Text ragproof prints itself (the import error of the target, on stderr and as ::error::)."""
+    attack_dir = base / "workspace"
+    attack_dir.mkdir(mode=0o755)
+    (attack_dir / "broken.py").write_text(
+        "raise RuntimeError('no model\\n::error::HOSTILE-newline ##[warning]HOSTILE-legacy ::add-mask::HOSTILE')\n"
+    )
+    attack = _attack(base, "  type: python\n  target: broken:Pipeline\n", existing_workspace=True)
+    assert attack.returncode == 64, attack.stderr
+    assert "HOSTILE-newline" in attack.stderr  # the message is shown...
+    # ...as text: in ragproof's own annotation (its one command quoting it) and on stderr.
+    quoting = [(name, data) for name, data in obeyed_commands(attack.stdout) if "HOSTILE" in data]
+    assert [name for name, _ in quoting] == ["error"]
+    assert "::" not in quoting[0][1] and "##[" not in quoting[0][1]
+    assert obeyed_commands(attack.stderr) == []
+    assert "::" not in attack.stderr and "##[" not in attack.stderr
