@@ -201,14 +201,6 @@ def untrusted_environment(
     return sandbox.environment(variables, judge_key_env, passthrough)
 
 
-def untrusted_popen_kwargs() -> dict[str, Any]:
-    sandbox = active()
-    if sandbox is None:
-        return {}
-    sandbox.prepare()
-    return sandbox.popen_kwargs()
-
-
 __all__ = [
     "BASE_VARIABLES",
     "FILE_COMMAND_VARIABLES",
@@ -217,5 +209,4 @@ __all__ = [
     "active",
     "set_non_dumpable",
     "untrusted_environment",
-    "untrusted_popen_kwargs",
 ]
