@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 from github_helpers import REPO_ROOT
 from log_commands import obeyed_commands
+from tools import require_tool
 
 HOSTILE = REPO_ROOT / "tests" / "pipelines" / "hostile.py"
 SANDBOX_UID = 64000
@@ -53,9 +54,7 @@ def _container_capabilities() -> list[str]:
     """A prefix that runs a command with the default container capabilities (root only)."""
     if os.geteuid() != 0:
         return []  # an ordinary user has none of them anyway
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("setpriv (util-linux) is needed to drop CAP_SYS_PTRACE as a container does")
+    setpriv = require_tool("setpriv")  # drops CAP_SYS_PTRACE as a container does
     bounding = "-all," + ",".join(f"+{cap}" for cap in CONTAINER_CAPS.split(","))
     return [setpriv, f"--bounding-set={bounding}", "--inh-caps=-all"]
 

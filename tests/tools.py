@@ -41,6 +41,7 @@ TOOLS: dict[str, Tool] = {
     "mmdebstrap": Tool(apt="mmdebstrap"),
     "cmark-gfm": Tool(apt="cmark-gfm"),
     "chromium": Tool(apt="chromium"),
+    "setpriv": Tool(apt="util-linux"),
 }
 
 
