@@ -12,14 +12,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     VIRTUAL_ENV=/opt/ragproof \
     PATH=/opt/ragproof/bin:$PATH
 
-# A virtual environment keeps the action's dependencies apart from the base image's Python;
-# `install: pip install -e .` in a workflow installs the user's pipeline into it. The
+# A virtual environment keeps the action's dependencies apart from the base image's Python
+# (and from the pipeline's, which the `install:` input puts in /opt/pipeline, below). The
 # dependencies get a layer of their own (read from pyproject.toml), so a change to the
 # sources rebuilds only the last layer.
 #
 # Trimmed in the same layer, since a later layer cannot shrink an earlier one: the test suites
 # of numpy and scipy and setuptools (a venv of Debian's python3.11 brings it) are never
-# imported by the action; pip stays, for the `install:` input. No pip cache (PIP_NO_CACHE_DIR)
+# imported by the action. No pip cache (PIP_NO_CACHE_DIR)
 # and no build tools (the base has none and every dependency installs as a wheel). The
 # compiled .pyc files stay: they save the interpreter recompiling every module at each start.
 COPY pyproject.toml /tmp/ragproof-src/
@@ -37,7 +37,7 @@ RUN python3 -m venv /opt/ragproof \
 # uid, never as root: it cannot write /github/file_commands or /opt/ragproof, and cannot read
 # the memory or environment of ragproof's own process. It installs into a virtual environment
 # of its own, /opt/pipeline, which sees ragproof's packages through a .pth file (the python
-# adapter's worker imports `gate` from there). See docs/action.md, "Security model".
+# adapter's worker imports `gate` from there). See docs/action.md, "Security".
 ENV RAGPROOF_PIPELINE_UID=64000 \
     RAGPROOF_PIPELINE_VENV=/opt/pipeline
 RUN python3 -m venv /opt/pipeline \
