@@ -321,7 +321,7 @@ def guard_standard_streams() -> LogGuard:
     if isinstance(current, NeutralisingStream):
         return current.commands
     guard = LogGuard(current)
-    sys.stdout = NeutralisingStream(current, guard)  # type: ignore[assignment]
+    sys.stdout = NeutralisingStream(current, guard)
     if not isinstance(sys.stderr, NeutralisingStream):
-        sys.stderr = NeutralisingStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = NeutralisingStream(sys.stderr)
     return guard
