@@ -37,7 +37,7 @@ RUN python3 -m venv /opt/ragproof \
 # uid, never as root: it cannot write /github/file_commands or /opt/ragproof, and cannot read
 # the memory or environment of ragproof's own process. It installs into a virtual environment
 # of its own, /opt/pipeline, which sees ragproof's packages through a .pth file (the python
-# adapter's worker imports `gate` from there). See docs/action.md, "Security".
+# adapter's worker imports `gate` from there). See docs/action.md, "Security model".
 ENV RAGPROOF_PIPELINE_UID=64000 \
     RAGPROOF_PIPELINE_VENV=/opt/pipeline
 RUN python3 -m venv /opt/pipeline \
