@@ -175,7 +175,8 @@ hostile_run() { # KIND ADAPTER_YAML INSTALL
         '{"id": "case-2", "question": "fact 2?", "expected_source_ids": ["doc-1"]}' >"$dir/workspace/cases.jsonl"
     printf 'version: 1\ndataset: cases.jsonl\nadapter:\n%s  timeout_s: 120\n  concurrency: 1\n  retries: 0\nrun:\n  k: 1\n  metrics: [retrieval.hit_rate_at_k]\n' \
         "$2" >"$dir/workspace/ragproof.yaml"
-    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\"}" >"$dir/workflow/event.json"
+    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\", \"repository\": {\"id\": 1001, \"full_name\": \"acme/rag\", \"default_branch\": \"main\"}}" \
+        >"$dir/workflow/event.json"
     for f in set_env set_output add_path save_state step_summary; do : >"$dir/file_commands/$f"; done
     local secret_args=() name
     : >"$dir/secrets"

@@ -166,7 +166,8 @@ def _attack(
     for name in FILE_COMMANDS.values():
         (file_commands / name).write_text("")
     event = runner / "event.json"
-    event.write_text(json.dumps({"ref": "refs/heads/main", "after": "c1" * 20}))
+    repository = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
+    event.write_text(json.dumps({"ref": "refs/heads/main", "after": "c1" * 20, "repository": repository}))
     values = {
         name: f"RPSECRET-{secrets.token_hex(8)}"
         for name in (
@@ -190,6 +191,7 @@ def _attack(
         "GITHUB_REF": "refs/heads/main",
         "GITHUB_RUN_ID": "9001",
         "GITHUB_WORKSPACE": str(workspace),
+        "RUNNER_TEMP": str(runner / "temp"),
         "INPUT_MODE": "run",
         "INPUT_CONFIG": "ragproof.yaml",
         "INPUT_OUT": ".ragproof/run",
@@ -247,8 +249,8 @@ def test_hostile_pipeline_finds_no_credential_and_commands_nothing(base: Path, k
     _assert_no_command_obeyed(attack)
     # What it printed went to the pipeline's log in the run directory, not to the step's log.
     assert "HOSTILE" not in attack.stdout
-    logs = list((attack.workspace / ".ragproof" / "logs").rglob("adapter-stderr.log"))
-    assert len(logs) == 1 and "::error::HOSTILE-error" in logs[0].read_text()
+    logs = list(attack.workspace.parent.rglob("adapter-stderr.log"))  # with the store, RUNNER_TEMP
+    assert logs and all("::error::HOSTILE-error" in log.read_text() for log in logs)
 
 
 def test_hostile_http_server_started_by_install_finds_no_credential(base: Path) -> None:
