@@ -58,13 +58,13 @@ def test_fit_keeps_short_text_and_cuts_at_a_line() -> None:
     assert len(fit(text, limit=room).encode()) <= room
 
 
-def test_output_is_cut_by_utf8_bytes_not_characters(server: GitHubServer) -> None:
+def test_output_is_cut_by_utf8_bytes_not_characters(pr_server: GitHubServer) -> None:
     # 53,058 characters of which most are 2-3 bytes: 85,671 bytes, over GitHub's byte limit.
     line = "| é ✓ ü — ragproof |\n"
     summary = line * (53_058 // len(line))
     assert len(summary) < OUTPUT_LIMIT < len(summary.encode())
     result = create_check_run(
-        client_for(server),
+        client_for(pr_server),
         name="ragproof",
         head_sha="a1" * 20,
         conclusion="success",
@@ -72,7 +72,7 @@ def test_output_is_cut_by_utf8_bytes_not_characters(server: GitHubServer) -> Non
         summary=summary,
     )
     assert result.created
-    (run,) = server.state.check_runs
+    (run,) = pr_server.state.check_runs
     sent = run["output"]["summary"]
     assert len(sent.encode()) <= OUTPUT_LIMIT
     assert sent.endswith("(truncated: the full report is in the job summary and the run artifact)")
@@ -86,10 +86,10 @@ def test_fit_never_splits_a_character() -> None:
     assert fit("€€", limit=5) == "€"  # no room for the note: the cut alone, a whole character
 
 
-def test_a_422_is_retried_once_with_a_shorter_summary(server: GitHubServer) -> None:
-    server.state.fail("POST", r"/check-runs$", 422, message="Invalid request. output.summary is invalid")
+def test_a_422_is_retried_once_with_a_shorter_summary(pr_server: GitHubServer) -> None:
+    pr_server.state.fail("POST", r"/check-runs$", 422, message="Invalid request. output.summary is invalid")
     result = create_check_run(
-        client_for(server),
+        client_for(pr_server),
         name="ragproof",
         head_sha="a1" * 20,
         conclusion="failure",
@@ -98,8 +98,10 @@ def test_a_422_is_retried_once_with_a_shorter_summary(server: GitHubServer) -> N
         text="detail",
     )
     assert result.created
-    (run,) = server.state.check_runs
+    (run,) = pr_server.state.check_runs
     assert len(run["output"]["summary"].encode()) <= RETRY_LIMIT
-    posts = [r for r in server.state.requests if r["method"] == "POST" and r["path"].endswith("/check-runs")]
+    posts = [
+        r for r in pr_server.state.requests if r["method"] == "POST" and r["path"].endswith("/check-runs")
+    ]
     assert len(posts) == 2
     assert "text" in posts[0]["body"]["output"] and "text" not in posts[1]["body"]["output"]

@@ -55,36 +55,38 @@ def test_read_only_token_is_denied_not_crashed(pr_server: GitHubServer) -> None:
     assert not check.created and "checks: write" in (check.message or "")
 
 
-def test_a_foreign_bot_comment_with_our_marker_is_left_alone_and_ours_is_posted(server: GitHubServer) -> None:
+def test_a_foreign_bot_comment_with_our_marker_is_left_alone_and_ours_is_posted(
+    pr_server: GitHubServer,
+) -> None:
     forged_body = "<!-- ragproof:ragproof -->\n## ragproof: ✅ Passed"
-    forged = server.state.add_comment(7, forged_body, {"login": "evil-app[bot]", "type": "Bot"})
-    result = upsert_comment(client_for(server), 7, "ragproof", "## ragproof: ❌ Blocked")
+    forged = pr_server.state.add_comment(7, forged_body, {"login": "evil-app[bot]", "type": "Bot"})
+    result = upsert_comment(client_for(pr_server), 7, "ragproof", "## ragproof: ❌ Blocked")
     assert result.action == "created"
-    bodies = [(c["user"]["login"], c["body"]) for c in server.state.comments[7]]
+    bodies = [(c["user"]["login"], c["body"]) for c in pr_server.state.comments[7]]
     assert bodies == [
         ("evil-app[bot]", forged["body"]),
         ("github-actions[bot]", "<!-- ragproof:ragproof -->\n## ragproof: ❌ Blocked"),
     ]
-    assert not any(r["method"] == "PATCH" for r in server.state.requests)
+    assert not any(r["method"] == "PATCH" for r in pr_server.state.requests)
 
 
-def test_the_comment_author_input_names_another_identity(server: GitHubServer) -> None:
-    mine = server.state.add_comment(
+def test_the_comment_author_input_names_another_identity(pr_server: GitHubServer) -> None:
+    mine = pr_server.state.add_comment(
         7, "<!-- ragproof:ragproof -->\nold", {"login": "ragproof-app[bot]", "type": "Bot"}
     )
-    assert find_comment(client_for(server), 7, "ragproof") is None  # not github-actions[bot]'s
-    found = find_comment(client_for(server), 7, "ragproof", author="ragproof-app[bot]")
+    assert find_comment(client_for(pr_server), 7, "ragproof") is None  # not github-actions[bot]'s
+    found = find_comment(client_for(pr_server), 7, "ragproof", author="ragproof-app[bot]")
     assert found is not None and found.id == mine["id"]
 
 
-def test_a_refused_edit_posts_a_new_comment(server: GitHubServer) -> None:
-    server.state.add_comment(7, "<!-- ragproof:ragproof -->\nold")
-    server.state.fail(
+def test_a_refused_edit_posts_a_new_comment(pr_server: GitHubServer) -> None:
+    pr_server.state.add_comment(7, "<!-- ragproof:ragproof -->\nold")
+    pr_server.state.fail(
         "PATCH", r"/issues/comments/\d+$", 403, message="Resource not accessible by integration"
     )
-    result = upsert_comment(client_for(server), 7, "ragproof", "new")
+    result = upsert_comment(client_for(pr_server), 7, "ragproof", "new")
     assert result.action == "created"
-    assert [c["body"] for c in server.state.comments[7]] == [
+    assert [c["body"] for c in pr_server.state.comments[7]] == [
         "<!-- ragproof:ragproof -->\nold",
         "<!-- ragproof:ragproof -->\nnew",
     ]
