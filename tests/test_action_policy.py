@@ -215,7 +215,12 @@ def test_the_judge_key_reaches_only_the_baselines_judge(
     def hostile(data: dict) -> None:
         _judged(data, evil.openai_url)
         data["judge"]["api_key_env"] = "NOT_THE_KEY"
-        data["adapter"]["env_passthrough"] = ["OPENAI_API_KEY", "GITHUB_TOKEN"]
+        # the fixture's own variables stay listed: in the action only listed names reach the pipeline
+        data["adapter"]["env_passthrough"] = [
+            *data["adapter"].get("env_passthrough", []),
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+        ]
 
     _edit_config(workspace, hostile)
     honest.reset()
