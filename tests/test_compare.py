@@ -341,3 +341,56 @@ def test_an_alias_gated_on_request_still_counts_once_in_the_family():
     # the family that can block is echo.exact_match and groundedness (= its alias), once each
     assert sum(1 for g in result.gates if g.gating) == 10
     assert result.settings.family_size == 2
+
+
+def test_a_baseline_whose_every_case_failed_compares_nothing():
+    # Used to be "pass": the failure-rate gates improved, every metric gate was skipped.
+    b_rows = [row(f"q{i}", {}, status="adapter_error", tags=["topic:a"]) for i in range(20)]
+    c_rows = [row(f"q{i}", {HIT: 1.0}, tags=["topic:a"]) for i in range(20)]
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
+    assert gate_of(result, "adapter.failure_rate").decision == "pass"
+    assert gate_of(result, HIT).decision == "skipped"
+    assert result.overall == "none"
+    assert result.overall_reason == (
+        "nothing could be compared: no gating metric was scored on at least min_pairs 10 cases "
+        "in both runs (at most 0); 20 of 20 baseline cases failed"
+    )
+    from gate.commands.compare import summary_line
+    from gate.report.escape import md_escape
+    from gate.report.markdown import render_markdown
+
+    why = f"{result.overall_reason}; no gate was decided, so this is not a pass."
+    assert summary_line(result).splitlines()[0] == f"ragproof compare: none: {why}"
+    text = render_markdown(result)
+    assert "## ragproof: ⏹️ Nothing compared" in text
+    assert f"**Why:** {md_escape(why)}" in text
+    from gate.report.html import render_compare_html
+
+    page = render_compare_html(result, artifact(meta("b"), b_rows), artifact(meta("c"), c_rows))
+    assert "⏹️ Nothing compared" in page and "nothing could be compared: no gating metric" in page
+
+
+def test_a_failure_rate_block_stands_when_nothing_else_compares():
+    b_rows = [row(f"q{i}", {HIT: 1.0}) for i in range(20)]
+    c_rows = [row(f"q{i}", {}, status="timeout") for i in range(20)]
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
+    assert result.overall == "block" and result.overall_reason is None
+
+
+def test_no_gating_metric_at_all_compares_nothing():
+    rows = [row(f"q{i}", {"diagnostics.lexical_faithfulness": 0.5}) for i in range(20)]
+    result = compare_runs(artifact(meta("b"), rows), artifact(meta("c"), rows), GateConfig())
+    assert result.overall == "none"
+    assert result.overall_reason == "nothing could be compared: no gating metric was scored in either run"
+
+
+def test_gating_metrics_scored_on_no_case_are_named():
+    never = "answer.token_f1"
+    b_rows = [row(f"q{i}", {HIT: 1.0, never: None}) for i in range(20)]
+    config = GateConfig(metrics={"judge.faithfulness": {"min": 0.5}, "retrieval.mrr": {"gate": False}})
+    result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), b_rows), config)
+    assert result.overall == "pass" and result.overall_reason is None
+    assert result.unscored == [never, "judge.faithfulness"]
+    assert result.warnings == [
+        "scored on no case in either run, so not gated: answer.token_f1, judge.faithfulness"
+    ]

@@ -38,10 +38,12 @@ from gate.decision.comparison import (
 from gate.decision.decide import (
     FAILURE_RATE_METRIC,
     MetricPolicy,
+    Outcome,
     counts_toward_overall,
     gate_decision,
     level_breach,
     metric_policy,
+    nothing_compared,
     overall_decision,
     skip_reason,
 )
@@ -135,8 +137,16 @@ def compare_runs(
         if g.gating
         and counts_toward_overall(g.decision, g.underpowered, gate_config.underpowered, g.hi, g.margin)
     )
+    overall = overall_decision(counted)
+    outcome: Outcome = overall
+    if overall == "pass" and nothing_compared((g.metric, g.decision) for g in gate_results if g.gating):
+        outcome = "none"
+    unscored = _unscored(baseline, candidate, columns_of, gate_config)
+    if unscored:
+        warnings.append(f"scored on no case in either run, so not gated: {', '.join(unscored)}")
     return Comparison(
-        overall=overall_decision(counted),
+        overall=outcome,
+        overall_reason=_nothing_compared(gate_results, paired, floor) if outcome == "none" else None,
         baseline=RunIdentity.of(baseline),
         candidate=RunIdentity.of(candidate),
         settings=_settings(gate_config, floor, family, cluster_field, cluster_source),
@@ -145,7 +155,48 @@ def compare_runs(
         top_drops=_top_drops(paired.candidate_rows, columns_of),
         counts={"baseline": RunCounts.of(baseline), "candidate": RunCounts.of(candidate)},
         warnings=warnings,
+        unscored=unscored,
     )
+
+
+def _unscored(
+    baseline: RunArtifact,
+    candidate: RunArtifact,
+    columns_of: dict[str, MetricColumns],
+    gate_config: GateConfig,
+) -> list[str]:
+    """Gating metrics with no column (scored in neither run): the runs' own, then those the
+    gate section names (``gate.include`` entries, ``gate.metrics`` keys) that neither run has."""
+    names = _metric_names(baseline, candidate)
+    out = []
+    for name in names:
+        hib, by_default, categorical = _direction(name, baseline, candidate)
+        policy = metric_policy(
+            name, gate_config, higher_is_better=hib, gate_by_default=by_default, categorical=categorical
+        )
+        if policy.gated and name not in columns_of:
+            out.append(name)
+    named = list(gate_config.include) if isinstance(gate_config.include, list) else []
+    named += [n for n, o in gate_config.metrics.items() if o.gate]
+    out += [n for n in dict.fromkeys(named) if n != FAILURE_RATE_METRIC and n not in names]
+    return out
+
+
+def _nothing_compared(gates: list[GateResult], paired: PairedRuns, min_pairs: int) -> str:
+    """The reason for an overall ``none``: the most pairs any gating metric had, and the failures."""
+    pairs = [g.n for g in gates if g.gating and g.metric != FAILURE_RATE_METRIC and g.slice == ALL_SLICE]
+    if pairs:
+        why = (
+            f"no gating metric was scored on at least min_pairs {min_pairs} cases in both runs "
+            f"(at most {max(pairs)})"
+        )
+    else:
+        why = "no gating metric was scored in either run"
+    for role, rows in (("baseline", paired.baseline_rows), ("candidate", paired.candidate_rows)):
+        failed = sum(1 for r in rows if r.status != "ok")
+        if failed:
+            why += f"; {failed} of {len(rows)} {role} cases failed"
+    return f"nothing could be compared: {why}"
 
 
 def pair_runs(baseline: RunArtifact, candidate: RunArtifact) -> PairedRuns:

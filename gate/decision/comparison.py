@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from gate.core.strict import StrictModel
-from gate.decision.decide import Decision, Overall
+from gate.decision.decide import Decision, Outcome
 from gate.model.artifact import RunArtifact
 
 COMPARISON_SCHEMA_VERSION = 2  # 2: per-gate method, unit, block bound and power; family settings
@@ -174,7 +174,9 @@ class Comparison(StrictModel):
     """The result of :func:`compare_runs`: also the ``ragproof compare --json`` document."""
 
     schema_version: int = COMPARISON_SCHEMA_VERSION
-    overall: Overall
+    overall: Outcome
+    # why the overall result is "none" (nothing could be compared); None otherwise
+    overall_reason: str | None = None
     baseline: RunIdentity
     candidate: RunIdentity
     settings: Settings
@@ -183,6 +185,8 @@ class Comparison(StrictModel):
     top_drops: list[CaseDrop] = Field(default_factory=list)
     counts: dict[str, RunCounts]  # "baseline" and "candidate"
     warnings: list[str] = Field(default_factory=list)
+    # gating metrics scored on no case in either run
+    unscored: list[str] = Field(default_factory=list)
 
     def gating(self) -> list[GateResult]:
         return [g for g in self.gates if g.gating]

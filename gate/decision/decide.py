@@ -35,6 +35,8 @@ from gate.model.config import GateConfig
 
 Decision = Literal["pass", "review", "block", "skipped"]
 Overall = Literal["pass", "review", "block"]
+# The comparison's overall result: "none" when nothing could be compared (see nothing_compared)
+Outcome = Literal["pass", "review", "block", "none"]
 
 # The gate over row failures (adapter errors and timeouts); values are 1 per failed case.
 FAILURE_RATE_METRIC = "adapter.failure_rate"
@@ -89,6 +91,16 @@ def overall_decision(decisions: Iterable[str]) -> Overall:
     """block if any blocks, else review if any reviews, else pass (skipped gates are ignored)."""
     worst = max((_SEVERITY[d] for d in decisions), default=1)
     return "block" if worst == 3 else "review" if worst == 2 else "pass"
+
+
+def nothing_compared(gating: Iterable[tuple[str, str]]) -> bool:
+    """Whether no gating gate of a metric other than :data:`FAILURE_RATE_METRIC` was decided.
+
+    Given the gating gates' (metric, decision) pairs. An overall pass then rests on nothing
+    and is ``none`` instead: a baseline whose every case failed "improves" on any candidate's
+    failure rate, while every metric gate is skipped. A block or review stands.
+    """
+    return not any(d != "skipped" and m != FAILURE_RATE_METRIC for m, d in gating)
 
 
 def gate_decision(

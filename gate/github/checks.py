@@ -37,8 +37,9 @@ CONCLUSION_OF_DECISION: dict[str, Conclusion] = {
 
 
 def conclusion_for(decision: str, review: ReviewConclusion = "action_required") -> Conclusion:
-    """The check conclusion of a gate decision; ``review`` maps to the configured one."""
-    return review if decision == "review" else CONCLUSION_OF_DECISION[decision]
+    """The check conclusion of a gate decision; ``review`` maps to the configured one, and so
+    does ``none`` (nothing could be compared is no pass: a person looks)."""
+    return review if decision in ("review", "none") else CONCLUSION_OF_DECISION[decision]
 
 
 def utf8_len(text: str) -> int:

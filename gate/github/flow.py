@@ -43,7 +43,7 @@ from gate.core.errors import (
     NotComparableError,
     UsageError,
 )
-from gate.decision.decide import Overall, exit_code_for
+from gate.decision.decide import Outcome, exit_code_for
 from gate.github.accept import Acceptance, find_acceptance
 from gate.github.baseline import (
     BaselineSearch,
@@ -179,7 +179,7 @@ class Result:
     @classmethod
     def decided(
         cls,
-        decision: Overall,
+        decision: Outcome,
         fail_on: str,
         report: str,
         title: str,

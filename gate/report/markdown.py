@@ -41,8 +41,13 @@ from gate.report.templating import axis_extent, environment, fmt_interval, fmt_n
 MAX_CHARS = 60_000
 BAR_WIDTH = 13
 
-DECISION_ICON = {"block": "❌", "review": "⚠️", "pass": "✅", "skipped": "⏭️"}
-HEADLINE = {"block": "❌ Blocked", "review": "⚠️ Needs review", "pass": "✅ Passed"}
+DECISION_ICON = {"block": "❌", "review": "⚠️", "pass": "✅", "skipped": "⏭️", "none": "⏹️"}
+HEADLINE = {
+    "block": "❌ Blocked",
+    "review": "⚠️ Needs review",
+    "pass": "✅ Passed",
+    "none": "⏹️ Nothing compared",
+}
 ACCEPT_LABEL = "ragproof:accept"
 
 _MARKER = re.compile(r"<!--(?:(?!--)[^<>\r\n]){1,200}-->")
@@ -181,8 +186,11 @@ def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
     block: the blocking gate with the lowest Δ (its interval, and the floor when that is the
     reason); review: the inconclusive gate whose interval reaches lowest (or, with none, that
     the pull request changed the policy: the action raises such a pass to review); pass: the margin
-    every interval stayed above. Metric and slice names are user data: escape before use.
+    every interval stayed above; none: the comparison's ``overall_reason``. Metric and slice
+    names are user data: escape before use.
     """
+    if comparison.overall == "none":
+        return f"{comparison.overall_reason}; no gate was decided, so this is not a pass."
     level = level_pct or _pct(comparison.settings.interval_confidence)
     gating = comparison.gating()
     if comparison.overall == "block":
