@@ -55,12 +55,19 @@ def cases(count: int = CASE_COUNT) -> list[Case]:
 
 
 def write_run(
-    directory: Path, values: list[float], *, commit: str = "c1" * 20, run_id: str = "run-1"
+    directory: Path,
+    values: list[float],
+    *,
+    commit: str = "c1" * 20,
+    run_id: str = "run-1",
+    failed: int = 0,
+    status: str = "complete",
 ) -> Path:
-    """A complete run artifact with one scored metric per case (values in case order).
+    """A run artifact with one scored metric per case (values in case order).
 
     Each row holds the chunk that scores it (``doc-NN`` for 1.0, another for 0.0), so a gate
     that re-scores raw outputs finds the same values; the run carries CONFIG and its cases.
+    The first ``failed`` cases are adapter errors (no scores); ``status`` is run.json's.
     """
     rows = [
         Row(
@@ -71,10 +78,12 @@ def write_run(
             retrieved=[Chunk(id=f"doc-{i:02d}" if value == 1.0 else "doc-unrelated", text=f"fact {i}")],
             metrics={METRIC: MetricResult.scored(value)},
         )
+        if i >= failed
+        else Row(case_id=f"case-{i:02d}", position=i, kind="qa", status="adapter_error", error="boom")
         for i, value in enumerate(values)
     ]
     dataset = cases(len(values))
-    mean = sum(values) / len(values)
+    mean = sum(values) / len(values) if values else None
     meta = RunMeta(
         run_id=run_id,
         created_at="2026-03-01T00:00:00Z",
@@ -87,11 +96,12 @@ def write_run(
         metrics=[METRIC],
         slices=["kind"],
         config=parse_config(yaml.safe_load(CONFIG), "ragproof.yaml").recorded(),
+        status=status,
     )
     summary = Summary(
         cases=len(values),
-        failures=0,
-        adapter_failure_rate=0.0,
+        failures=failed,
+        adapter_failure_rate=failed / len(values) if values else None,
         slices={"all": {METRIC: MetricSummary(mean=mean, scored=len(values))}},
     )
     return write_artifact(directory, meta, rows, summary, cases=dataset)

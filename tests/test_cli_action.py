@@ -19,6 +19,7 @@ from github_helpers import REPO_ROOT, ActionRun, pull_request_event, run_action
 from servers.github_server import BOT, GitHubServer, GitHubState, pull_request_scenario, zip_directory
 
 from gate.github.flow import checkout_head
+from gate.report.escape import md_escape
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "action_project"
 HEAD = "a1" * 20  # the scenario's PR head, until a test checks out a real commit
@@ -89,7 +90,7 @@ def _real_run(root: Path, misses: int, *, edit=None, env: dict[str, str] | None 
         [sys.executable, "-m", "gate", "run", "-c", "ragproof.yaml", "--out", str(root / "run")],
         cwd=workspace,
         env=env,
-        check=True,
+        check=False,  # a run whose cases all failed exits non-zero and still writes its artifact
         capture_output=True,
         timeout=60,
     )
@@ -98,10 +99,12 @@ def _real_run(root: Path, misses: int, *, edit=None, env: dict[str, str] | None 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    """Zips of real runs of the fixture project: the baseline (2 misses) and a worse one (14)."""
+    """Zips of real runs of the fixture project: the baseline (2 misses), a worse one (14), and
+    one whose every case failed."""
     return {
         "baseline": zip_directory(_real_run(tmp_path_factory.mktemp("base"), 2)),
         "worse": zip_directory(_real_run(tmp_path_factory.mktemp("worse"), 14)),
+        "failed": zip_directory(_real_run(tmp_path_factory.mktemp("failed"), 2, env={"PIPELINE_FAIL": "1"})),
     }
 
 
@@ -266,9 +269,23 @@ def test_expired_artifact_is_skipped(runs: dict[str, bytes], tmp_path: Path) -> 
     assert "skipped expired artifact" in body
 
 
-def test_zip_slip_artifact_is_rejected_with_nothing_written_outside(
+def _no_baseline_written(result: ActionRun, state: GitHubState, warning: str) -> None:
+    """The refused baseline was skipped with a warning; the no-baseline path wrote everything."""
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"::warning title=ragproof::{warning}" in result.stdout
+    (comment,) = _ours(state)
+    assert "No baseline yet" in comment["body"]
+    assert md_escape(warning) in comment["body"]
+    assert state.check_runs[0]["conclusion"] == "neutral"
+    assert result.outputs["decision"] == "none" and result.outputs["run-dir"]
+    assert "No baseline" in result.summary
+
+
+def test_a_poisoned_baseline_is_skipped_with_nothing_written_outside(
     tmp_path: Path, state: GitHubState
 ) -> None:
+    # Used to stop the action with exit 65: no summary, no comment, no check, no run-dir.
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("run.json", "{}")
@@ -276,17 +293,30 @@ def test_zip_slip_artifact_is_rejected_with_nothing_written_outside(
     state.blobs[state.artifacts[state.runs[0]["id"]][0]["id"]] = buffer.getvalue()
     with GitHubServer(state) as server:
         result = _pr(tmp_path, server)
-    assert result.returncode == 65
-    errors = [line for line in result.stderr.splitlines() if line.startswith("ragproof: error:")]
-    assert errors == [
-        "ragproof: error: baseline artifact 'ragproof-run' of run 5001: "
-        "unsafe zip entry '../../../../escaped.txt' (absolute path or '..')"
-    ]
-    assert "Traceback" not in result.stderr
-    assert "::error title=ragproof::" in result.stdout
+    _no_baseline_written(
+        result,
+        state,
+        "skipped baseline artifact 'ragproof-run' of run 5001: "
+        "unsafe zip entry '../../../../escaped.txt' (absolute path or '..')",
+    )
     assert not list(tmp_path.rglob("escaped.txt"))
     assert not (tmp_path.parent / "escaped.txt").exists()
-    assert _ours(state) == []
+
+
+def test_a_baseline_whose_every_case_failed_is_not_used(runs: dict[str, bytes], tmp_path: Path) -> None:
+    # Used to be "✅ Passed (9 pass, 145 skipped)"-style: every metric gate skipped, the
+    # failure-rate gates "improved".
+    state = GitHubState(page_size=2)
+    pull_request_scenario(state, runs["failed"])
+    with GitHubServer(state) as server:
+        result = _pr(tmp_path, server)
+    _no_baseline_written(
+        result,
+        state,
+        "skipped baseline artifact 'ragproof-run' of run 5001: not a usable baseline: "
+        "adapter-failure rate 1.0000 (20 of 20 cases failed) exceeds run.max_failure_rate 0.5",
+    )
+    assert "✅" not in result.summary
 
 
 def test_read_only_token_warns_and_still_writes_the_summary(tmp_path: Path, server: GitHubServer) -> None:

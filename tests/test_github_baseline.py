@@ -10,7 +10,6 @@ import pytest
 from github_helpers import GOOD, write_run
 from servers.github_server import GitHubServer, GitHubState, zip_directory
 
-from gate.core.errors import DataError
 from gate.github.baseline import find_baseline
 from gate.github.client import GitHubClient
 
@@ -108,7 +107,7 @@ def test_no_runs_at_all(server: GitHubServer, tmp_path: Path) -> None:
     assert "workflow 'pr-gate.yml' was not found" in search.reason
 
 
-def test_zip_slip_baseline_is_rejected_with_nothing_outside(server: GitHubServer, tmp_path: Path) -> None:
+def _zip_slip() -> bytes:
     import io
     import zipfile
 
@@ -116,13 +115,75 @@ def test_zip_slip_baseline_is_rejected_with_nothing_outside(server: GitHubServer
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("run.json", "{}")
         archive.writestr("../../escaped.txt", "owned")
-    run = server.state.add_run(head_sha=sha("c1"))
-    server.state.add_artifact(run, "ragproof-run", buffer.getvalue())
-    with pytest.raises(
-        DataError, match=r"^baseline artifact 'ragproof-run' of run \d+: unsafe zip entry '../../escaped.txt'"
-    ):
-        _search(server, tmp_path)
+    return buffer.getvalue()
+
+
+def test_a_poisoned_baseline_is_skipped_for_the_next_older_run(server: GitHubServer, tmp_path: Path) -> None:
+    older = _push_run(server, tmp_path, "c0")
+    poisoned = server.state.add_run(head_sha=sha("c1"))
+    server.state.add_artifact(poisoned, "ragproof-run", _zip_slip())
+    search = _search(server, tmp_path)
+    assert search.baseline is not None and search.baseline.run.id == older
+    assert search.warnings == [
+        f"skipped baseline artifact 'ragproof-run' of run {poisoned}: "
+        "unsafe zip entry '../../escaped.txt' (absolute path or '..')"
+    ]
     assert not list(tmp_path.rglob("escaped.txt"))
     assert not (tmp_path.parent / "escaped.txt").exists()
     # The archive is read in place, never extracted, and the downloaded zip is removed.
     assert [p for p in (tmp_path / "dl").rglob("*") if p.is_file()] == []
+
+
+def _unusable_run(server: GitHubServer, tmp_path: Path, commit: str, **kw) -> int:
+    run = server.state.add_run(head_sha=sha(commit))
+    values = kw.pop("values", GOOD)
+    data = zip_directory(write_run(tmp_path / "runs" / f"bad-{run}", values, run_id=f"bad-{run}", **kw))
+    server.state.add_artifact(run, "ragproof-run", data)
+    return run
+
+
+@pytest.mark.parametrize(
+    ("kw", "why"),
+    [
+        # 20 of 20 cases failed: every candidate would "improve" on it
+        ({"failed": 20}, "adapter-failure rate 1.0000 (20 of 20 cases failed) exceeds run.max_failure_rate 0.5"),
+        ({"failed": 11}, "adapter-failure rate 0.5500 (11 of 20 cases failed) exceeds run.max_failure_rate 0.5"),
+        ({"status": "aborted:budget"}, "status aborted:budget, not complete"),
+        ({"status": "partial"}, "status partial, not complete"),
+        ({"values": []}, "it has no rows"),
+    ],
+)
+def test_a_run_that_is_no_usable_baseline_is_skipped(
+    server: GitHubServer, tmp_path: Path, kw: dict, why: str
+) -> None:
+    older = _push_run(server, tmp_path, "c0")
+    unusable = _unusable_run(server, tmp_path, "c1", **kw)
+    search = _search(server, tmp_path)
+    assert search.baseline is not None and search.baseline.run.id == older
+    assert search.warnings == [
+        f"skipped baseline artifact 'ragproof-run' of run {unusable}: not a usable baseline: {why}"
+    ]
+
+
+def test_half_failed_is_still_a_baseline(server: GitHubServer, tmp_path: Path) -> None:
+    usable = _unusable_run(server, tmp_path, "c1", failed=10)
+    search = _search(server, tmp_path)
+    assert search.baseline is not None and search.baseline.run.id == usable and search.warnings == []
+
+
+def test_every_run_unusable_is_the_no_baseline_path(server: GitHubServer, tmp_path: Path) -> None:
+    first = _unusable_run(server, tmp_path, "c1", failed=20)
+    # two runs at one older commit: the second is tried after the first is skipped
+    second = _unusable_run(server, tmp_path, "c0", status="partial")
+    third = _unusable_run(server, tmp_path, "c0", values=[])
+    search = _search(server, tmp_path)
+    assert search.baseline is None
+    assert [w.split(":")[0] for w in search.warnings] == [
+        f"skipped baseline artifact 'ragproof-run' of run {run}" for run in (first, second, third)
+    ]
+    assert search.reason == (
+        "no successful push run of pr-gate.yml on main at or before the merge base c1c1c1c has an "
+        "unexpired artifact 'ragproof-run' that is a usable baseline (3 skipped: see the warnings)"
+    )
+    compares = [r for r in server.state.requests if "/compare/" in r["path"]]
+    assert len(compares) == 2  # the merge base, then c0 once for both of its runs

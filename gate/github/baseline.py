@@ -14,7 +14,12 @@ Which run is the baseline (all lists are paginated to the end or until found):
 5. in that run, the newest artifact with the given name that is not expired and belongs to
    that run of this repository; a run without one is passed over for the next candidate run;
 6. the zip is downloaded (redirect followed without credentials) and read and validated in
-   place with :func:`gate.model.artifact.read_artifact`, never extracted.
+   place with :func:`gate.run.artifact_io.read_artifact`, never extracted;
+7. a refused artifact (unsafe or malformed data: the artifact is as hostile as any download)
+   or a run that is no usable baseline (status not ``complete``, no rows, adapter-failure rate
+   above ``run.max_failure_rate``: :meth:`gate.model.artifact.RunArtifact.unusable_as_baseline`)
+   is skipped like an expired one, with a warning naming the run and the reason, and the
+   search goes on with the next older run; none left is the no-baseline path.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ class BaselineSearch:
     baseline: Baseline | None = None
     reason: str | None = None
     notes: list[str] = field(default_factory=list)
+    # runs passed over for a refused artifact or an unusable baseline (shown as warnings)
+    warnings: list[str] = field(default_factory=list)
 
 
 def repository_info(client: GitHubClient) -> Repository:
@@ -198,6 +205,7 @@ def find_baseline(
     artifact_name: str,
     work_dir: Path,
     repository: Repository | None = None,
+    max_failure_rate: float = 0.5,
 ) -> BaselineSearch:
     """Search the baseline for a candidate at ``head_sha`` (see the module docstring)."""
     repository = repository or repository_info(client)
@@ -221,9 +229,16 @@ def find_baseline(
                 f"run {run.id} at {run.head_sha[:7]} has no usable artifact {artifact_name!r}"
             )
             return False
-        loaded = fetch_artifact(
-            client, artifact, work_dir, label=f"baseline artifact {artifact_name!r} of run {run.id}"
-        )
+        label = f"baseline artifact {artifact_name!r} of run {run.id}"
+        try:
+            loaded = fetch_artifact(client, artifact, work_dir, label=label)
+        except DataError as exc:
+            search.warnings.append(f"skipped {exc}")
+            return False
+        unusable = loaded.unusable_as_baseline(max_failure_rate)
+        if unusable is not None:
+            search.warnings.append(f"skipped {label}: not a usable baseline: {unusable}")
+            return False
         search.baseline = Baseline(loaded, run, merge_base, behind)
         return True
 
@@ -231,20 +246,22 @@ def find_baseline(
         for run in _trusted_runs(client, repository, default_branch, workflow, head_sha=merge_base):
             if take(run, 0):
                 return search
-        checked: dict[str, CommitComparison | None] = {merge_base: None}
+        checked: dict[str, CommitComparison | None] = {}
         for run in _trusted_runs(client, repository, default_branch, workflow):
-            if run.head_sha in checked:
-                continue
-            if len(checked) > MAX_ANCESTRY_CHECKS:
-                search.notes.append(f"stopped after checking {MAX_ANCESTRY_CHECKS} older commits")
-                break
-            try:
-                relation = compare(client, run.head_sha, merge_base)
-            except GitHubAPIError as exc:
-                if exc.status != 404:
-                    raise
-                relation = None
-            checked[run.head_sha] = relation
+            if run.head_sha == merge_base:
+                continue  # tried above
+            # Another run at a commit already checked (one was skipped): no second compare call.
+            if run.head_sha not in checked:
+                if len(checked) >= MAX_ANCESTRY_CHECKS:
+                    search.notes.append(f"stopped after checking {MAX_ANCESTRY_CHECKS} older commits")
+                    break
+                try:
+                    checked[run.head_sha] = compare(client, run.head_sha, merge_base)
+                except GitHubAPIError as exc:
+                    if exc.status != 404:
+                        raise
+                    checked[run.head_sha] = None
+            relation = checked[run.head_sha]
             # "ahead": the merge base is ahead of the run's commit, so that commit is an ancestor.
             if (
                 relation is not None
@@ -260,8 +277,10 @@ def find_baseline(
             )
             return search
         raise
+    refused = len(search.warnings)
     search.reason = (
         f"no successful push run of {workflow} on {default_branch} at or before the merge base "
         f"{merge_base[:7]} has an unexpired artifact {artifact_name!r}"
+        + (f" that is a usable baseline ({refused} skipped: see the warnings)" if refused else "")
     )
     return search

@@ -571,7 +571,7 @@ class ActionFlow:
         lines = list(first)
         if search.baseline is not None and search.baseline.commits_behind:
             lines.append(search.baseline.staleness() + ": the newest baseline at or before the merge base.")
-        lines += search.notes[:10]
+        lines += (search.warnings + search.notes)[:10]
         return render_notes(lines)
 
     def find_baseline(self, target: Target) -> BaselineSearch:
@@ -583,7 +583,10 @@ class ActionFlow:
                 artifact_name=self.inputs.baseline_artifact,
                 work_dir=self._scratch(),
                 repository=self.repository,
+                max_failure_rate=self.config.run.max_failure_rate,
             )
+            for warning in search.warnings:
+                self.commands.warning(warning, title="ragproof")
             for note in search.notes:
                 print(note, flush=True)
             if search.baseline is not None:

@@ -162,3 +162,30 @@ class RunArtifact(BaseModel):
     # The run's cases (``dataset.jsonl``), validated and checked against meta.dataset.sha256;
     # None for an artifact written without them (older ragproof).
     cases: tuple[Case, ...] | None = None
+
+    def failure_rate(self) -> float | None:
+        """Failed cases (status other than ``ok``) over cases, from the rows; None without rows."""
+        if not self.rows:
+            return None
+        return sum(1 for r in self.rows if r.status != "ok") / len(self.rows)
+
+    def unusable_as_baseline(self, max_failure_rate: float) -> str | None:
+        """Why this run cannot be a baseline, or None when it can.
+
+        Refused: a status other than ``complete`` (a budget stop or a partial merge measured
+        only part of the dataset), zero rows, or an adapter-failure rate above
+        ``max_failure_rate`` (``run.max_failure_rate``): a baseline whose cases failed has
+        nothing to compare, and every candidate would "improve" on it.
+        """
+        if self.meta.status != "complete":
+            return f"status {self.meta.status}, not complete"
+        rate = self.failure_rate()
+        if rate is None:
+            return "it has no rows"
+        if rate > max_failure_rate:
+            failed = sum(1 for r in self.rows if r.status != "ok")
+            return (
+                f"adapter-failure rate {rate:.4f} ({failed} of {len(self.rows)} cases failed) "
+                f"exceeds run.max_failure_rate {max_failure_rate:g}"
+            )
+        return None

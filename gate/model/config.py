@@ -90,6 +90,9 @@ class RunConfig(StrictModel):
     # graded nDCG gain: linear (g, as trec_eval) or exp2 (2^g - 1)
     ndcg_gain: Literal["linear", "exp2"] = "linear"
     numeric_tolerance: float = Field(default=0.01, ge=0)
+    # a run whose adapter-failure rate (failed cases / cases) exceeds this exits 4 and is never
+    # used as a baseline
+    max_failure_rate: float = Field(default=0.5, ge=0, le=1)
     # SQLite store (per-case results for resume, judge cache)
     store: str = ".ragproof/store.sqlite"
 
