@@ -160,7 +160,7 @@ def test_size_caps_apply_to_directories_and_to_decompressed_zip_members(
     monkeypatch.setitem(artifact_io.MAX_FILE_BYTES, ROWS_FILE, 1000)
     with pytest.raises(DataError, match=r"rows.jsonl: larger than the 1000 byte limit"):
         read_artifact(out)
-    with pytest.raises(DataError, match=r"rows.jsonl larger than the 1000 byte limit"):
+    with pytest.raises(DataError, match=r"run.zip/rows.jsonl: larger than the 1000 byte limit"):
         read_artifact(_zip(tmp_path / "run.zip", _files(out)))
 
 

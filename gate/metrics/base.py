@@ -82,6 +82,9 @@ class MetricSpec:
     same_as: str | None = None
     # When a judge is configured, heuristic metrics may consult it (abstention/overrefusal).
     uses_judge_when_available: bool = False
+    # Every value the metric can score lies in [low, high]; a value outside it in an artifact
+    # is refused as bad data.
+    value_range: tuple[float, float] = (0.0, 1.0)
 
     def check_preconditions(self, case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult | None:
         """The skip result for the first unmet precondition, or None when the metric can run."""
@@ -127,6 +130,7 @@ def metric(
     gate_by_default: bool = True,
     uses_judge_when_available: bool = False,
     same_as: str | None = None,
+    value_range: tuple[float, float] = (0.0, 1.0),
 ) -> Callable[[ComputeFn], ComputeFn]:
     """Register ``compute`` under ``name``. Registering a name twice is a programming error.
 
@@ -149,6 +153,7 @@ def metric(
             gate_by_default=gate_by_default and not categorical and same_as is None,
             uses_judge_when_available=uses_judge_when_available,
             same_as=same_as,
+            value_range=value_range,
         )
         return fn
 

@@ -26,12 +26,6 @@ SUMMARY_FILE = "summary.json"
 # the gate of a pull request runs on the baseline's cases, never on the pull request's own.
 DATASET_FILE = "dataset.jsonl"
 MAX_DATASET_BYTES = 200_000_000
-# Caps for reading an artifact, which may come from an untrusted pull request.
-MAX_FILE_BYTES: dict[str, int] = {RUN_FILE: 4_000_000, ROWS_FILE: 1_000_000_000, SUMMARY_FILE: 100_000_000}
-MAX_ZIP_ENTRIES = 64
-MAX_ZIP_TOTAL_BYTES = 1_200_000_000
-# Written beside the three files when present (the command adapter's stderr); capped.
-MAX_EXTRA_FILE_BYTES = 5_000_000
 
 RunStatus = Literal["complete", "aborted:budget", "partial"]
 RowStatus = Literal["ok", "adapter_error", "timeout"]

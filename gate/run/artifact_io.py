@@ -10,15 +10,16 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
 import secrets
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,10 +37,23 @@ from gate.model.artifact import (
     Summary,
 )
 from gate.model.dataset import Case, dataset_sha256, jsonl_records, parse_cases
-from gate.run.zipread import read_zip_member, zip_members
+from gate.run.zipread import open_zip, read_zip_member, zip_member_stream, zip_members
 
-# Caps for reading an artifact, which may come from an untrusted pull request.
+# Caps for reading an artifact, which may come from an untrusted pull request. Every cap
+# counts bytes as read (decompressed), never a size the archive declares.
 MAX_FILE_BYTES: dict[str, int] = {RUN_FILE: 4_000_000, ROWS_FILE: 1_000_000_000, SUMMARY_FILE: 100_000_000}
+# One line of rows.jsonl (a row with k chunks and an answer); longer is refused before it is
+# held whole.
+MAX_ROW_LINE_BYTES = 32_000_000
+# Blank lines of rows.jsonl are skipped, up to this many: a file of nothing but newlines
+# would otherwise cost a loop turn per byte.
+MAX_BLANK_LINES = 10_000
+# rows.jsonl is read in pieces of this size.
+READ_CHUNK_BYTES = 1 << 20
+# Relative slack of a metric's range for float rounding.
+RANGE_SLACK = 1e-9
+# Bounds for a metric the registry does not know: any finite value.
+_FINITE = (-math.inf, math.inf)
 # Written beside the three files when present (the command adapter's stderr); capped.
 MAX_EXTRA_FILE_BYTES = 5_000_000
 
@@ -145,13 +159,27 @@ def dataset_lines(cases: tuple[Case, ...] | list[Case]) -> str:
 _D = TypeVar("_D", RunMeta, Summary)
 
 
-def _validation_error(exc: ValidationError, text: str, where: str) -> DataError:
-    """The one-line error for ``text`` failing validation (parsed again for JSON syntax details)."""
-    if any(e.get("type") == "json_invalid" for e in exc.errors()):
+def _validation_error(exc: ValidationError, text: str | bytes, where: str) -> DataError:
+    """The one-line error for ``text`` failing validation (parsed again for JSON syntax details).
+
+    Nesting beyond the JSON parser's depth limit is named as such: parsing it again with the
+    standard library would recurse until Python's own limit.
+    """
+    invalid = [e for e in exc.errors() if e.get("type") == "json_invalid"]
+    if invalid:
+        if "recursion limit" in str(invalid[0].get("msg", "")):
+            return DataError(f"{where}: JSON nested too deeply")
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                return DataError(f"{where}: not UTF-8 text")
         try:
             json.loads(text)
         except json.JSONDecodeError as decode_error:
             return DataError(f"{where}: {json_problem(decode_error)}")
+        except RecursionError:
+            return DataError(f"{where}: JSON nested too deeply")
         return DataError(f"{where}: malformed JSON")
     return DataError(f"{where}: {pydantic_message(exc)}")
 
@@ -176,7 +204,7 @@ def _validated_document(model: type[_D], text: str, where: str) -> _D:
         document = model.model_validate_json(text, strict=True)
     except ValidationError as exc:
         newer = None
-        with contextlib.suppress(ValueError):  # malformed JSON: reported below
+        with contextlib.suppress(ValueError, RecursionError):  # malformed JSON: reported below
             raw = json.loads(text)
             newer = _newer_schema(raw.get("schema_version") if isinstance(raw, dict) else None, where)
         raise (newer or _validation_error(exc, text, where)) from None
@@ -216,20 +244,101 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_rows(text: str, where: str) -> list[Row]:
-    """``rows.jsonl`` text validated strictly, one :class:`Row` per non-blank line.
+def _lines(stream: IO[bytes], where: str, cap: int) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) for each non-blank line of ``stream``, read in bounded pieces.
 
-    DataError names ``where:LINE`` for a malformed line, a field that fails validation or a
-    duplicate ``case_id``.
+    Memory stays within one piece plus one line whatever the stream holds: a line longer than
+    :data:`MAX_ROW_LINE_BYTES` is refused before it is joined, more than :data:`MAX_BLANK_LINES`
+    blank lines are refused, and so is a stream longer than ``cap`` bytes. Lines end at
+    ``\n`` only (JSON strings may hold U+0085 or U+2028 unescaped).
+    """
+    pending: list[bytes] = []  # the pieces of a line that has not ended yet
+    pending_len = 0
+    total = 0
+    lineno = 0
+    blank = 0
+
+    def too_long(number: int) -> DataError:
+        return DataError(f"{where}:{number}: line longer than the {MAX_ROW_LINE_BYTES} byte limit")
+
+    while chunk := stream.read(READ_CHUNK_BYTES):
+        total += len(chunk)
+        if total > cap:
+            raise DataError(f"{where}: larger than the {cap} byte limit")
+        pieces = chunk.split(b"\n")
+        if len(pieces) == 1:  # no line ends in this piece
+            pending.append(chunk)
+            pending_len += len(chunk)
+            if pending_len > MAX_ROW_LINE_BYTES:
+                raise too_long(lineno + 1)
+            continue
+        if pending:
+            if pending_len + len(pieces[0]) > MAX_ROW_LINE_BYTES:
+                raise too_long(lineno + 1)
+            pending.append(pieces[0])
+            pieces[0] = b"".join(pending)
+            pending = []
+        tail = pieces.pop()
+        for lineno, line in enumerate(pieces, lineno + 1):  # noqa: B020 - continues the count
+            if not line or line.isspace():
+                blank += 1
+                if blank > MAX_BLANK_LINES:
+                    raise DataError(f"{where}:{lineno}: more than {MAX_BLANK_LINES} blank lines")
+                continue
+            if len(line) > MAX_ROW_LINE_BYTES:
+                raise too_long(lineno)
+            yield lineno, line
+        pending_len = len(tail)
+        if tail:
+            pending.append(tail)
+        if pending_len > MAX_ROW_LINE_BYTES:
+            raise too_long(lineno + 1)
+    if pending:
+        line = b"".join(pending)
+        if not line.isspace():
+            yield lineno + 1, line
+
+
+def _metric_bounds() -> dict[str, tuple[float, float]]:
+    from gate.metrics import registry
+
+    return {name: spec.value_range for name, spec in registry().items()}
+
+
+def _out_of_range(value: float | None, bounds: tuple[float, float]) -> bool:
+    """Whether ``value`` is NaN, infinite, or outside ``bounds`` by more than float rounding.
+
+    A weighted mean of values in [0, 1] can come out an ulp above 1, hence the relative
+    slack :data:`RANGE_SLACK`.
+    """
+    if value is None:
+        return False
+    if not math.isfinite(value):
+        return True
+    low, high = bounds
+    return not low - RANGE_SLACK * max(1.0, abs(low)) <= value <= high + RANGE_SLACK * max(1.0, abs(high))
+
+
+def _range_text(bounds: tuple[float, float]) -> str:
+    return "finite" if bounds == _FINITE else f"within [{bounds[0]:g}, {bounds[1]:g}]"
+
+
+def parse_rows(stream: IO[bytes], where: str, cap: int | None = None) -> list[Row]:
+    """``rows.jsonl`` read from ``stream`` line by line, one :class:`Row` per non-blank line.
+
+    DataError names ``where:LINE`` for a malformed line, a field that fails validation, a
+    duplicate ``case_id`` or a metric value that is not finite or outside the metric's range
+    (the registry's ``value_range``; a metric it does not know must be finite); also for the
+    limits of :func:`_lines`.
     """
     validate = Row.__pydantic_validator__.validate_json
+    cap = MAX_FILE_BYTES[ROWS_FILE] if cap is None else cap
+    bounds = _metric_bounds()
+    narrow = {name for name, (low, high) in bounds.items() if low > 0.0 or high < 1.0}
     rows: list[Row] = []
     first_line: dict[str, int] = {}
     with _collector_paused():
-        # split("\n"), not splitlines(): JSON strings may hold U+0085 or U+2028 unescaped.
-        for lineno, line in enumerate(text.split("\n"), start=1):
-            if not line or line.isspace():
-                continue
+        for lineno, line in _lines(stream, where, cap):
             try:
                 row: Row = validate(line, strict=True)
             except ValidationError as exc:
@@ -239,6 +348,15 @@ def parse_rows(text: str, where: str) -> list[Row]:
                 raise DataError(
                     f"{where}:{lineno}: case_id: duplicate {row.case_id!r} (first at line {seen})"
                 )
+            for name, result in row.metrics.items():
+                value = result.value
+                # Fast path: a value in [0, 1] fits every metric whose range holds [0, 1].
+                if value is not None and (not 0.0 <= value <= 1.0 or name in narrow):
+                    limits = bounds.get(name, _FINITE)
+                    if _out_of_range(value, limits):
+                        raise DataError(
+                            f"{where}:{lineno}: metrics.{name}.value: {value!r} is not {_range_text(limits)}"
+                        )
             rows.append(row)
     return rows
 
@@ -252,10 +370,31 @@ def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:
     return cases
 
 
+def _check_summary(summary: Summary, where: str) -> None:
+    """Every mean and percentile of ``summary.json`` finite and within its metric's range."""
+    bounds = _metric_bounds()
+    for key, metrics in summary.slices.items():
+        for name, aggregate in metrics.items():
+            limits = bounds.get(name, _FINITE)
+            for field in ("mean", "p50", "p95"):
+                value = getattr(aggregate, field)
+                if _out_of_range(value, limits):
+                    raise DataError(
+                        f"{where}: slices.{key}.{name}.{field}: {value!r} is not {_range_text(limits)}"
+                    )
+    rate = summary.adapter_failure_rate
+    if _out_of_range(rate, (0.0, 1.0)):
+        raise DataError(f"{where}: adapter_failure_rate: {rate!r} is not within [0, 1]")
+
+
 def parse_artifact(
-    read: Callable[[str], bytes], source: str, read_optional: Callable[[str], bytes | None] | None = None
+    read: Callable[[str], bytes],
+    open_rows: Callable[[], AbstractContextManager[IO[bytes]]],
+    source: str,
+    read_optional: Callable[[str], bytes | None] | None = None,
 ) -> RunArtifact:
-    """Validate the three files returned by ``read(name)`` (already size-capped).
+    """Validate ``run.json`` and ``summary.json`` from ``read(name)`` (already size-capped) and
+    ``rows.jsonl`` streamed from ``open_rows()``.
 
     ``read_optional(name)`` (None: absent) gives ``dataset.jsonl`` when the run carries it.
     """
@@ -264,7 +403,9 @@ def parse_artifact(
     summary = _validated_document(
         Summary, _decode(read(SUMMARY_FILE), where[SUMMARY_FILE]), where[SUMMARY_FILE]
     )
-    rows = parse_rows(_decode(read(ROWS_FILE), where[ROWS_FILE]), where[ROWS_FILE])
+    _check_summary(summary, where[SUMMARY_FILE])
+    with open_rows() as stream:
+        rows = parse_rows(stream, where[ROWS_FILE])
     cases = None
     dataset = read_optional(DATASET_FILE) if read_optional is not None else None
     if dataset is not None:
@@ -274,12 +415,19 @@ def parse_artifact(
     return RunArtifact.model_construct(meta=meta, rows=rows, summary=summary, source=source, cases=cases)
 
 
-def _read_dir_file(directory: Path, name: str, optional: bool = False) -> bytes | None:
+def _dir_file(directory: Path, name: str, optional: bool = False) -> Path | None:
     path = directory / name
     if optional and not path.exists() and not path.is_symlink():
         return None
     if path.is_symlink() or not path.is_file():
         raise DataError(f"{directory}: not a run artifact ({name} missing)")
+    return path
+
+
+def _read_dir_file(directory: Path, name: str, optional: bool = False) -> bytes | None:
+    path = _dir_file(directory, name, optional)
+    if path is None:
+        return None
     cap = MAX_FILE_BYTES.get(name, MAX_DATASET_BYTES)
     with open(path, "rb") as handle:
         data = handle.read(cap + 1)
@@ -292,23 +440,27 @@ def read_artifact(path: Path | str) -> RunArtifact:
     """Load and validate a run artifact from a directory or a ``.zip`` of one.
 
     Raises DataError (exit 65) naming the file and line for anything malformed, oversized,
-    unsafe (zip entries with absolute paths, ``..`` or links) or written by a newer schema.
+    unsafe (zip entries with absolute paths, ``..``, links or duplicate names; too many
+    entries), corrupt (bad compressed data), nested too deeply, out of range (metric values)
+    or written by a newer schema; see :mod:`gate.run.zipread` for the archive's checks.
     """
     p = Path(path)
     source = str(path)
-    if p.is_dir():
-        return parse_artifact(
-            lambda name: _read_dir_file(p, name) or b"",
-            source,
-            lambda name: _read_dir_file(p, name, optional=True),
-        )
-    if not p.exists():
-        raise DataError(f"{source}: run artifact not found")
     try:
-        with zipfile.ZipFile(p) as archive:
+        if p.is_dir():
+            return parse_artifact(
+                lambda name: _read_dir_file(p, name) or b"",
+                lambda: open(_dir_file(p, ROWS_FILE) or p / ROWS_FILE, "rb"),
+                source,
+                lambda name: _read_dir_file(p, name, optional=True),
+            )
+        if not p.exists():
+            raise DataError(f"{source}: run artifact not found")
+        with open_zip(p, source) as archive:
             members = zip_members(archive, source)
             return parse_artifact(
                 lambda name: read_zip_member(archive, members, name, source, MAX_FILE_BYTES[name]),
+                lambda: zip_member_stream(archive, members, ROWS_FILE, source),
                 source,
                 lambda name: (
                     read_zip_member(archive, members, name, source, MAX_DATASET_BYTES)
@@ -316,7 +468,7 @@ def read_artifact(path: Path | str) -> RunArtifact:
                     else None
                 ),
             )
-    except zipfile.BadZipFile:
-        raise DataError(f"{source}: neither a run artifact directory nor a zip file") from None
     except OSError as exc:
         raise DataError(f"{source}: cannot read: {exc}") from None
+    except RecursionError:
+        raise DataError(f"{source}: JSON nested too deeply") from None
