@@ -434,19 +434,24 @@ def _fork_world(state: GitHubState, runs: dict[str, bytes], *, pr_head: str) -> 
     return {"action": "completed", "workflow_run": run, "repository": state.repository()}
 
 
+def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict) -> ActionRun:
+    """The fork-safe pair's trusted stage: the workflow_run on the default branch."""
+    return _pr(
+        tmp_path,
+        server,
+        event_name="workflow_run",
+        event=event,
+        sha=MERGE_BASE,
+        ref="refs/heads/main",
+        workflow_file="fork-safe-gate.yml",
+        inputs={"baseline-workflow": "fork-safe-candidate.yml"},
+    )
+
+
 def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: GitHubState, runs) -> None:
     event = _fork_world(state, runs, pr_head="f1" * 20)
     with GitHubServer(state) as server:
-        result = _pr(
-            tmp_path,
-            server,
-            event_name="workflow_run",
-            event=event,
-            sha=MERGE_BASE,
-            ref="refs/heads/main",
-            workflow_file="fork-safe-gate.yml",
-            inputs={"baseline-workflow": "fork-safe-candidate.yml"},
-        )
+        result = _trusted_stage(tmp_path, server, event)
     assert result.returncode == 1, result.stderr
     assert not (result.workspace / "seen-env.json").exists()  # nothing from the PR was executed
     (comment,) = _ours(state, 8)
@@ -455,6 +460,39 @@ def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: G
     assert f"({trigger}#artifacts)" in comment["body"]  # where the candidate's artifact is
     assert state.check_runs[0]["head_sha"] == "f1" * 20 and state.check_runs[0]["conclusion"] == "failure"
     assert result.outputs["baseline-sha"] == MERGE_BASE
+
+
+def test_workflow_run_with_a_refused_candidate_still_writes_everything(
+    tmp_path: Path, state: GitHubState, runs
+) -> None:
+    # Formerly: exit 65 with no comment, no check, no summary and no outputs.
+    event = _fork_world(state, runs, pr_head="f1" * 20)
+    trigger = event["workflow_run"]["id"]
+    with zipfile.ZipFile(io.BytesIO(runs["worse"])) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    lines = files["rows.jsonl"].decode().splitlines()
+    lines[0] = lines[0].replace('"value":0.0', '"value":1e6', 1).replace('"value":1.0', '"value":1e6', 1)
+    files["rows.jsonl"] = ("\n".join(lines) + "\n").encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    state.blobs[state.artifacts[trigger][0]["id"]] = buffer.getvalue()
+    with GitHubServer(state) as server:
+        result = _trusted_stage(tmp_path, server, event)
+    why = f"candidate artifact 'ragproof-run' of run {trigger}: rows.jsonl:1: metrics."
+    assert result.returncode == 65
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"ragproof: error: {why}") and line.endswith(": 1000000.0 is not within [0, 1]")
+    assert f"::error title=ragproof::{why}" in result.stdout
+    (comment,) = _ours(state, 8)
+    assert "## ragproof: candidate artifact refused" in comment["body"]
+    assert md_escape(line.removeprefix("ragproof: error: ")) in comment["body"]
+    (check,) = state.check_runs
+    assert check["head_sha"] == "f1" * 20 and check["conclusion"] == "failure"
+    assert check["output"]["title"] == "ragproof: candidate artifact refused"
+    assert "candidate artifact refused" in result.summary
+    assert result.outputs["decision"] == "none" and result.outputs["report"]
 
 
 def test_workflow_run_does_not_post_on_a_pr_that_moved_on(tmp_path: Path, state: GitHubState, runs) -> None:

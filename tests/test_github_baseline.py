@@ -187,3 +187,19 @@ def test_every_run_unusable_is_the_no_baseline_path(server: GitHubServer, tmp_pa
     )
     compares = [r for r in server.state.requests if "/compare/" in r["path"]]
     assert len(compares) == 2  # the merge base, then c0 once for both of its runs
+
+
+def test_a_baseline_with_an_out_of_range_score_is_skipped(server: GitHubServer, tmp_path: Path) -> None:
+    # One 1e6 score formerly turned a clear block into review.
+    older = _push_run(server, tmp_path, "c0")
+    directory = write_run(tmp_path / "runs" / "inflated", GOOD, run_id="inflated")
+    rows = directory / "rows.jsonl"
+    rows.write_text(rows.read_text().replace('"value":1.0', '"value":1e6', 1))
+    inflated = server.state.add_run(head_sha=sha("c1"))
+    server.state.add_artifact(inflated, "ragproof-run", zip_directory(directory))
+    search = _search(server, tmp_path)
+    assert search.baseline is not None and search.baseline.run.id == older
+    assert search.warnings == [
+        f"skipped baseline artifact 'ragproof-run' of run {inflated}: rows.jsonl:1: "
+        "metrics.retrieval.recall_at_k.value: 1000000.0 is not within [0, 1]"
+    ]

@@ -313,4 +313,6 @@ def _run_in(env: Environment) -> int:
     for name, value in outputs.items():
         commands.set_output(name, value)
     print(f"ragproof: decision {result.decision}", flush=True)
+    if result.error is not None:
+        raise result.error  # everything is written: now its one line and exit code
     return result.exit_code

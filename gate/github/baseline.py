@@ -162,8 +162,12 @@ def fetch_artifact(client: GitHubClient, artifact: Artifact, work_dir: Path, *, 
         client.download_artifact(artifact.id, archive, max_bytes=MAX_DOWNLOAD_BYTES)
         return read_artifact(archive)
     except DataError as exc:
-        # The scratch zip's path means nothing to the reader (and is gone): name the artifact.
-        raise DataError(f"{label}: {str(exc).removeprefix(f'{archive}: ')}") from None
+        # The scratch zip's path means nothing to the reader (and is gone): name the artifact,
+        # keeping the file and line within it ("ZIP: problem" or "ZIP/rows.jsonl:3: problem").
+        message = str(exc)
+        for prefix in (f"{archive}: ", f"{archive}/"):
+            message = message.removeprefix(prefix)
+        raise DataError(f"{label}: {message}") from None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -11,7 +11,9 @@ Targets, decided from the event in ``auto`` mode:
 - ``workflow_dispatch`` with ``pr-number``: the same for that PR (head from the pulls API);
   without it (and ``push`` to another branch): compare with the default branch, summary only.
 - ``workflow_run``: the candidate is the named artifact of the triggering run (untrusted data,
-  validated); the PR is found from the run and must still have that head commit.
+  validated); the PR is found from the run and must still have that head commit. A refused
+  candidate artifact still gets its comment, a failing check, the summary and the outputs;
+  the step then exits 65 with the reason.
 
 No baseline: the comment shows the absolute scores, says there is no baseline yet and how to
 make one; the check is neutral (nothing to protect yet) and the step passes. Runs that cannot
@@ -41,6 +43,7 @@ from gate.core.errors import (
     EXIT_OK,
     DataError,
     NotComparableError,
+    RagproofError,
     UsageError,
 )
 from gate.decision.decide import Outcome, exit_code_for
@@ -152,6 +155,8 @@ class Result:
     outputs: dict[str, str] = field(default_factory=dict)
     accepted_by: str | None = None
     text: str | None = None  # the check run's details (the full gate table)
+    # raised once the summary and outputs are written (its one line goes to stderr)
+    error: RagproofError | None = None
 
     @classmethod
     def nothing_to_gate(cls) -> Result:
@@ -172,9 +177,13 @@ class Result:
         return cls("none", EXIT_NOT_COMPARABLE, report, "failure", title, search)
 
     @classmethod
-    def refused(cls, report: str, title: str, search: BaselineSearch) -> Result:
-        """A candidate this gate does not take (e.g. from another workflow file): a failing check."""
-        return cls("none", EXIT_FAILED, report, "failure", title, search)
+    def refused(
+        cls, report: str, title: str, search: BaselineSearch, error: RagproofError | None = None
+    ) -> Result:
+        """A candidate this gate does not take (e.g. from another workflow file, or an artifact
+        refused as bad data): a failing check; ``error``, if any, is raised once all is written."""
+        code = error.exit_code if error is not None else EXIT_FAILED
+        return cls("none", code, report, "failure", title, search, error=error)
 
     @classmethod
     def decided(
@@ -481,12 +490,28 @@ class ActionFlow:
                 f"run {run.id} has no unexpired artifact {name!r}: the pull-request workflow must upload "
                 "the run directory under that name (input baseline-artifact)"
             )
-        submitted = fetch_artifact(
-            self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
-        )
-        policy = self.policy(search.baseline.artifact if search.baseline else None)
-        candidate = self.rescore(submitted, policy, run)
+        try:
+            submitted = fetch_artifact(
+                self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
+            )
+            policy = self.policy(search.baseline.artifact if search.baseline else None)
+            candidate = self.rescore(submitted, policy, run)
+        except DataError as exc:
+            return self.refuse_candidate(exc, target, search)
         return self.gate(candidate, target, search, policy)
+
+    def refuse_candidate(self, error: DataError, target: Target, search: BaselineSearch) -> Result:
+        """A refused candidate artifact: the comment and a failing check say why; exit 65 after."""
+        from gate.report.markdown import render_not_comparable
+
+        report = render_not_comparable(
+            str(error), context=self._context(search), heading="candidate artifact refused"
+        )
+        result = Result.refused(
+            report, f"{self.inputs.check_name}: candidate artifact refused", search, error=error
+        )
+        self.publish(result, target)
+        return result
 
     def refuse_trigger(
         self, run: WorkflowRun, expected: str, target: Target, search: BaselineSearch

@@ -685,7 +685,16 @@ def render_notes(notes: list[str]) -> str:
     return environment(False).get_template("notes.md.j2").render(notes=notes)
 
 
-def render_not_comparable(reason: str, *, context: ReportContext | None = None) -> str:
-    """The report when the baseline and the candidate cannot be compared: the reason, no gates."""
+def render_not_comparable(
+    reason: str, *, context: ReportContext | None = None, heading: str = "runs not comparable"
+) -> str:
+    """The report when no gate could be decided: ``heading`` (plain text of ours) and the reason.
+
+    Also the report for a candidate artifact that was refused (``heading`` says so).
+    """
     ctx = context or ReportContext()
-    return environment(False).get_template("not_comparable.md.j2").render(ctx=ctx, reason=reason)
+    return (
+        environment(False)
+        .get_template("not_comparable.md.j2")
+        .render(ctx=ctx, reason=reason, heading=heading)
+    )
