@@ -391,6 +391,29 @@ def test_push_to_the_default_branch_is_a_baseline_run(tmp_path: Path, server: Gi
     assert server.state.requests == []  # no comparison, no comment, no check, not even a token needed
 
 
+def test_a_push_run_whose_cases_failed_is_loud(tmp_path: Path, server: GitHubServer) -> None:
+    # Formerly exit 0: the push run then became the baseline every pull request passed against.
+    event = {"ref": "refs/heads/main", "after": MERGE_BASE, "repository": {"full_name": "acme/rag"}}
+    result = _pr(
+        tmp_path,
+        server,
+        event_name="push",
+        event=event,
+        sha=MERGE_BASE,
+        ref="refs/heads/main",
+        token="",
+        extra_env={"PIPELINE_FAIL": "1"},
+    )
+    why = (
+        "this run is no usable baseline: adapter-failure rate 1.0000 (20 of 20 cases failed) "
+        "exceeds run.max_failure_rate 0.5"
+    )
+    assert result.returncode == 4, result.stderr
+    assert f"::error title=ragproof::{why}" in result.stdout
+    assert "pull requests will not be gated against it" in result.summary
+    assert result.outputs["run-dir"] == ".ragproof/run"  # the artifact is still there to look at
+
+
 def test_secondary_rate_limit_then_success(tmp_path: Path, server: GitHubServer) -> None:
     server.state.secondary_rate_limit("POST", r"/issues/7/comments$", retry_after=1)
     result = _pr(tmp_path, server)

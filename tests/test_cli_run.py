@@ -422,3 +422,54 @@ def test_bundled_demo_runs_offline(tmp_path: Path) -> None:
     artifact = read_artifact(tmp_path / "demo-run")
     assert artifact.meta.status == "complete" and len(artifact.rows) >= 80
     assert artifact.summary.failures == 0
+
+
+def _failing_run(tmp_path: Path, **run: Any) -> subprocess.CompletedProcess[str]:
+    """10 cases: 5 raise, 2 time out, 3 succeed."""
+    cases = make_cases(10)
+    for i, case in enumerate(cases):
+        if i < 5:
+            case["question"] += " [fail]"
+        elif i < 7:
+            case["question"] += " [sleep=3]"
+    write_dataset(tmp_path, cases)
+    adapter = {"type": "python", "target": "tiny_pipeline:Tiny", "concurrency": 4, "timeout_s": 0.5}
+    write_config(tmp_path, adapter=adapter, run=run)
+    return ragproof("run", "--out", "run", "--no-progress", cwd=tmp_path, env=_env())
+
+
+def test_a_run_that_mostly_failed_exits_4_with_its_commonest_errors(tmp_path: Path) -> None:
+    # Formerly "complete", exit 0, and the errors only in rows.jsonl.
+    proc = _failing_run(tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stdout.startswith("complete: 10 cases, 7 failed")
+    errors = [line for line in proc.stderr.splitlines() if not line.startswith("ragproof: warning:")]
+    assert errors == [
+        "ragproof: error: 7 of 10 cases failed: adapter-failure rate 0.7000 exceeds run.max_failure_rate 0.5; "
+        "the most common errors:",
+        "  5 × adapter_error: retrieve raised RuntimeError: index offline",
+        "  2 × timeout: no result within 0.5 s",
+    ]
+    assert read_artifact(tmp_path / "run").meta.status == "complete"  # the artifact is written
+
+    table = ragproof("report", "run", cwd=tmp_path, env=_env()).stdout.splitlines()
+    at = table.index("errors (cases × status: message):")
+    assert table[at + 1 : at + 3] == [
+        "  5 × adapter_error: retrieve raised RuntimeError: index offline",
+        "  2 × timeout: no result within 0.5 s",
+    ]
+    document = json.loads(ragproof("report", "run", "--json", cwd=tmp_path, env=_env()).stdout)
+    assert document["errors"] == [
+        {"message": "adapter_error: retrieve raised RuntimeError: index offline", "count": 5},
+        {"message": "timeout: no result within 0.5 s", "count": 2},
+    ]
+    html = ragproof("report", "run", "--html", "r.html", cwd=tmp_path, env=_env())
+    assert html.returncode == 0, html.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert '<tr><td class="num">5</td><td>adapter_error: retrieve raised RuntimeError: index offline</td></tr>' in page
+
+
+def test_a_failure_rate_within_run_max_failure_rate_exits_0(tmp_path: Path) -> None:
+    proc = _failing_run(tmp_path, max_failure_rate=0.7)
+    assert proc.returncode == 0, proc.stderr
+    assert "most common errors" not in proc.stderr

@@ -53,3 +53,24 @@ def positive_int(text: str) -> int:
 def count(n: int, noun: str) -> str:
     """``3 cases``, ``1 case``."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def printable(text: str) -> str:
+    """``text`` with every non-printable character as ``?``: artifacts may come from a pull
+    request, and no terminal escape sequence of theirs reaches the screen."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def error_lines(errors: list[tuple[str, int]], limit: int = 5, width: int = 300) -> list[str]:
+    """``COUNT × MESSAGE`` for the ``limit`` most common errors (``error_groups``), each on one
+    printable line of at most ``width`` characters, then how many other messages there are."""
+    lines = []
+    for message, n in errors[:limit]:
+        text = printable(" ".join(message.split()))
+        lines.append(f"{n} × {text if len(text) <= width else text[: width - 1] + '…'}")
+    rest = errors[limit:]
+    if rest:
+        lines.append(
+            f"… {len(rest)} other message{'s' if len(rest) != 1 else ''} ({sum(n for _, n in rest)} cases)"
+        )
+    return lines

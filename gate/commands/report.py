@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from gate.commands._common import count, resolve
+from gate.commands._common import count, error_lines, printable, resolve
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
 
@@ -29,11 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--html", metavar="FILE", help="write an HTML report with plots to FILE")
 
 
-def _clean(text: str) -> str:
-    # Artifacts may come from a pull request: no terminal escape sequences reach the screen.
-    return "".join(ch if ch.isprintable() else "?" for ch in text)
-
-
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
@@ -52,31 +47,40 @@ def format_table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> list[s
 
 def render_text(artifact: RunArtifact) -> str:
     """The terminal report of a loaded run artifact."""
+    from gate.model.artifact import error_groups
+
     meta, summary = artifact.meta, artifact.summary
     shard = f", shard {meta.shard.index}/{meta.shard.count}" if meta.shard else ""
     out = [
-        f"run {_clean(meta.run_id)} ({meta.status}{shard}), created {_clean(meta.created_at)}",
-        f"dataset {_clean(meta.dataset.path)} sha256 {meta.dataset.sha256[:12]}: {count(summary.cases, 'case')}, "
+        f"run {printable(meta.run_id)} ({meta.status}{shard}), created {printable(meta.created_at)}",
+        f"dataset {printable(meta.dataset.path)} sha256 {meta.dataset.sha256[:12]}: {count(summary.cases, 'case')}, "
         f"{summary.failures} failed"
         + (
             f" (adapter failure rate {summary.adapter_failure_rate:.4f})"
             if summary.adapter_failure_rate is not None
             else ""
         ),
-        f"k={meta.k}, source_match={meta.source_match}, judge {_clean(meta.judge.model or 'none')}"
+        f"k={meta.k}, source_match={meta.source_match}, judge {printable(meta.judge.model or 'none')}"
         + (f", cost ${meta.cost.usd:.4f} ({meta.cost.judge_calls} calls)" if meta.judge.model else ""),
     ]
-    out += [f"warning: {_clean(w)}" for w in meta.warnings]
+    out += [f"warning: {printable(w)}" for w in meta.warnings]
+    errors = error_groups(artifact.rows)
+    if errors:
+        out += [
+            "",
+            "errors (cases × status: message):",
+            *(f"  {line}" for line in error_lines(errors, limit=10)),
+        ]
     for slice_key, metrics in summary.slices.items():
         body: list[tuple[str, ...]] = []
         distributions: list[str] = []
         for name, m in metrics.items():
             counts = (str(m.scored), str(m.skipped), str(m.not_applicable), str(m.errored))
-            body.append((_clean(name), _number(m.mean), _number(m.p50), _number(m.p95), *counts))
+            body.append((printable(name), _number(m.mean), _number(m.p50), _number(m.p95), *counts))
             if m.distribution is not None:  # categorical: counts per label, never a mean
-                labels = ", ".join(f"{_clean(k)}={n}" for k, n in sorted(m.distribution.items()))
-                distributions.append(f"  {_clean(name)}: {labels or 'none'}")
-        out += ["", f"[{_clean(slice_key)}]", *format_table(COLUMNS, body), *distributions]
+                labels = ", ".join(f"{printable(k)}={n}" for k, n in sorted(m.distribution.items()))
+                distributions.append(f"  {printable(name)}: {labels or 'none'}")
+        out += ["", f"[{printable(slice_key)}]", *format_table(COLUMNS, body), *distributions]
     return "\n".join(out) + "\n"
 
 
@@ -96,6 +100,7 @@ def list_metrics() -> str:
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.model.artifact import error_groups
     from gate.run.artifact_io import read_artifact
 
     if args.list_metrics:
@@ -118,6 +123,8 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         document = {
             "run": artifact.meta.model_dump(mode="json"),
             "summary": artifact.summary.model_dump(mode="json"),
+            # failed rows grouped by "status: message", most frequent first
+            "errors": [{"message": m, "count": n} for m, n in error_groups(artifact.rows)],
         }
         print(json.dumps(document, indent=2, ensure_ascii=False))
         return 0

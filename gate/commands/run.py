@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gate.commands._common import add_config_argument, count, load_config_from_args, resolve
+from gate.commands._common import add_config_argument, count, error_lines, load_config_from_args, resolve
 from gate.core.environment import Environment
+from gate.core.errors import EXIT_FAILURE_RATE
 
 HELP = "run the dataset through the pipeline, score every case and write a run artifact"
 DEFAULT_OUT = ".ragproof/run"
@@ -71,4 +72,19 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         print(f"ragproof: warning: {warning}", file=sys.stderr)
     if outcome.status != "complete":
         print(f"ragproof: run {outcome.status}; resume with --resume {outcome.artifact_dir}", file=sys.stderr)
+    if outcome.exit_code == EXIT_FAILURE_RATE:
+        print(
+            failure_rate_message(outcome.failures, outcome.cases, config.run.max_failure_rate),
+            file=sys.stderr,
+        )
+        for line in error_lines(outcome.errors):
+            print(f"  {line}", file=sys.stderr)
     return outcome.exit_code
+
+
+def failure_rate_message(failures: int, cases: int, limit: float) -> str:
+    """The error line of a run whose failure rate exceeds ``run.max_failure_rate`` (exit 4)."""
+    return (
+        f"ragproof: error: {failures} of {cases} cases failed: adapter-failure rate {failures / cases:.4f} "
+        f"exceeds run.max_failure_rate {limit:g}; the most common errors:"
+    )

@@ -5,6 +5,7 @@ Exit codes (see README "Exit codes"):
   1  gate failed, or an unexpected failure
   2  run aborted by the cost budget (results kept)
   3  runs not comparable
+  4  run complete, but more cases failed than run.max_failure_rate allows
   64 usage or configuration error
   65 bad input data (dataset, replay file, artifact)
 """
@@ -23,6 +24,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BUDGET = 2
 EXIT_NOT_COMPARABLE = 3
+EXIT_FAILURE_RATE = 4
 EXIT_USAGE = 64
 EXIT_DATA = 65
 

@@ -35,6 +35,7 @@ from gate.core.errors import DataError
 from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.models import Artifact, CommitComparison, Repository, WorkflowRun, parse_response
 from gate.model.artifact import RunArtifact
+from gate.model.config import RunConfig
 
 MAX_DOWNLOAD_BYTES = 256 << 20
 MAX_RUNS_SCANNED = 1_000
@@ -201,6 +202,16 @@ def _trusted_runs(
             yield run
 
 
+def _recorded_limit(run: RunArtifact) -> float:
+    """``run.max_failure_rate`` as the run recorded it, else the default."""
+    default = RunConfig.model_fields["max_failure_rate"].default
+    section = (run.meta.config or {}).get("run")
+    value = section.get("max_failure_rate") if isinstance(section, dict) else None
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return float(default)
+
+
 def find_baseline(
     client: GitHubClient,
     *,
@@ -209,7 +220,7 @@ def find_baseline(
     artifact_name: str,
     work_dir: Path,
     repository: Repository | None = None,
-    max_failure_rate: float = 0.5,
+    max_failure_rate: float | None = None,
 ) -> BaselineSearch:
     """Search the baseline for a candidate at ``head_sha`` (see the module docstring)."""
     repository = repository or repository_info(client)
@@ -239,7 +250,10 @@ def find_baseline(
         except DataError as exc:
             search.warnings.append(f"skipped {exc}")
             return False
-        unusable = loaded.unusable_as_baseline(max_failure_rate)
+        # The limit is the baseline run's own (run.max_failure_rate in its recorded config),
+        # never the pull request's, which could set it to admit a failed baseline.
+        limit = max_failure_rate if max_failure_rate is not None else _recorded_limit(loaded)
+        unusable = loaded.unusable_as_baseline(limit)
         if unusable is not None:
             search.warnings.append(f"skipped {label}: not a usable baseline: {unusable}")
             return False

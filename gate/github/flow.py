@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from gate.core.environment import Environment
 from gate.core.errors import (
     EXIT_FAILED,
+    EXIT_FAILURE_RATE,
     EXIT_NOT_COMPARABLE,
     EXIT_OK,
     DataError,
@@ -164,8 +165,9 @@ class Result:
         return cls("none", EXIT_OK, "", "neutral", "")
 
     @classmethod
-    def baseline_recorded(cls, report: str, title: str) -> Result:
-        return cls("none", EXIT_OK, report, "neutral", title)
+    def baseline_recorded(cls, report: str, title: str, exit_code: int = EXIT_OK) -> Result:
+        """A run recorded as a baseline (exit 4 when too many of its cases failed to serve as one)."""
+        return cls("none", exit_code, report, "neutral", title)
 
     @classmethod
     def no_baseline(cls, report: str, title: str, search: BaselineSearch) -> Result:
@@ -432,8 +434,22 @@ class ActionFlow:
             f"Once {self.inputs.out} is uploaded as the {self.inputs.baseline_artifact} artifact, "
             "pull requests are gated against these scores."
         )
+        exit_code = EXIT_OK
+        limit = policy.config.run.max_failure_rate
+        unusable = run.unusable_as_baseline(limit)
+        if unusable is not None:
+            # Said where it happens: pull requests will skip this run when they look for a baseline.
+            intro = (
+                f"This run is no usable baseline ({unusable}): pull requests will not be gated against it."
+            )
+            rate = run.failure_rate()
+            if rate is not None and rate > limit:
+                self.commands.error(f"this run is no usable baseline: {unusable}", title="ragproof")
+                exit_code = EXIT_FAILURE_RATE
+            else:
+                self.commands.warning(f"this run is no usable baseline: {unusable}", title="ragproof")
         report = render_run_summary(run, context=self._context(None), intro=intro)
-        return Result.baseline_recorded(report, f"{self.inputs.check_name}: baseline run")
+        return Result.baseline_recorded(report, f"{self.inputs.check_name}: baseline run", exit_code)
 
     def _on_default_branch(self) -> bool:
         if self.ctx.event_name.startswith("pull_request") or self.ctx.event_name == "workflow_run":
@@ -608,7 +624,6 @@ class ActionFlow:
                 artifact_name=self.inputs.baseline_artifact,
                 work_dir=self._scratch(),
                 repository=self.repository,
-                max_failure_rate=self.config.run.max_failure_rate,
             )
             for warning in search.warnings:
                 self.commands.warning(warning, title="ragproof")

@@ -9,6 +9,8 @@ Slice keys are ``dimension=value``: ``all``, ``kind=qa``, ``tags=topic:billing``
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -144,6 +146,16 @@ class Summary(StrictModel):
     failures: int  # rows with status other than ok
     adapter_failure_rate: float | None = None
     slices: dict[str, dict[str, MetricSummary]] = Field(default_factory=dict)
+
+
+def error_groups(rows: Iterable[Row]) -> list[tuple[str, int]]:
+    """Failed rows grouped by ``"STATUS: ERROR"``, most frequent first (then by text).
+
+    Identical messages count together; a failed row without a message counts as
+    ``"STATUS: no message"``.
+    """
+    counts = Counter(f"{r.status}: {r.error or 'no message'}" for r in rows if r.status != "ok")
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 class RunArtifact(BaseModel):

@@ -23,7 +23,7 @@ from functools import cache
 from importlib.resources import files
 
 from gate.decision.comparison import Comparison, GateResult
-from gate.model.artifact import RunArtifact
+from gate.model.artifact import RunArtifact, error_groups
 from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
 from gate.report.markdown import DECISION_ICON, attention, short_reason, tally, why_line
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
@@ -270,6 +270,7 @@ def render_run_html(artifact: RunArtifact) -> str:
         .render(
             run=artifact.meta,
             summary=artifact.summary,
+            errors=error_groups(artifact.rows),
             dists=distributions({"run": artifact}, _metric_order([artifact])),
             fmt_num=fmt_num,
             css=_asset("report.css"),

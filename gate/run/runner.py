@@ -32,7 +32,14 @@ from typing import Any
 from gate import __version__
 from gate.adapters import STDERR_LOG_NAME, Adapter, AdapterError, AdapterTimeout, build_adapter
 from gate.core.environment import Environment
-from gate.core.errors import EXIT_BUDGET, EXIT_OK, BudgetExceeded, RagproofError, UsageError
+from gate.core.errors import (
+    EXIT_BUDGET,
+    EXIT_FAILURE_RATE,
+    EXIT_OK,
+    BudgetExceeded,
+    RagproofError,
+    UsageError,
+)
 from gate.judge.session import JudgeSession, build_judge
 from gate.metrics import registry
 from gate.metrics.aggregate import summarize
@@ -49,6 +56,7 @@ from gate.model.artifact import (
     RunStatus,
     ShardInfo,
     ToolInfo,
+    error_groups,
 )
 from gate.model.config import Config
 from gate.model.dataset import Case, Dataset, load_dataset
@@ -73,6 +81,8 @@ class RunOutcome:
     meta: RunMeta
     cases: int = 0  # rows written
     failures: int = 0  # rows with status other than ok
+    # the failed rows' messages with their counts, most frequent first (error_groups)
+    errors: list[tuple[str, int]] = field(default_factory=list)
     loop_s: float = 0.0  # time spent running this invocation's cases (setup and writing excluded)
 
 
@@ -376,8 +386,18 @@ def execute_run(
             cases=plan.dataset.cases,
         )
     failures = sum(1 for row in rows if row.status != "ok")
+    # A run that completed with most of its cases failed measured nothing: loud, not exit 0.
+    if exit_code == EXIT_OK and rows and failures / len(rows) > config.run.max_failure_rate:
+        exit_code = EXIT_FAILURE_RATE
     return RunOutcome(
-        artifact_dir, status, exit_code, meta, cases=len(rows), failures=failures, loop_s=loop_s
+        artifact_dir,
+        status,
+        exit_code,
+        meta,
+        cases=len(rows),
+        failures=failures,
+        loop_s=loop_s,
+        errors=error_groups(rows),
     )
 
 
