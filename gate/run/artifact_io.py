@@ -348,15 +348,15 @@ def parse_rows(stream: IO[bytes], where: str, cap: int | None = None) -> list[Ro
                 raise DataError(
                     f"{where}:{lineno}: case_id: duplicate {row.case_id!r} (first at line {seen})"
                 )
-            for name, result in row.metrics.items():
-                value = result.value
-                # Fast path: a value in [0, 1] fits every metric whose range holds [0, 1].
-                if value is not None and (not 0.0 <= value <= 1.0 or name in narrow):
-                    limits = bounds.get(name, _FINITE)
-                    if _out_of_range(value, limits):
-                        raise DataError(
-                            f"{where}:{lineno}: metrics.{name}.value: {value!r} is not {_range_text(limits)}"
-                        )
+            if narrow:
+                _check_row_metrics(row, bounds, f"{where}:{lineno}")
+            else:
+                # Fast path: a value in [0, 1] fits every metric (no registered range is narrower).
+                for result in row.metrics.values():
+                    value = result.value
+                    if value is not None and not 0.0 <= value <= 1.0:
+                        _check_row_metrics(row, bounds, f"{where}:{lineno}")
+                        break
             rows.append(row)
     return rows
 
@@ -368,6 +368,14 @@ def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:
     if dataset_sha256(cases) != sha256:
         raise DataError(f"{where}: sha256 of the cases does not match run.json's dataset.sha256")
     return cases
+
+
+def _check_row_metrics(row: Row, bounds: dict[str, tuple[float, float]], where: str) -> None:
+    """Every metric value of ``row`` finite and within its metric's range, else DataError."""
+    for name, result in row.metrics.items():
+        limits = bounds.get(name, _FINITE)
+        if _out_of_range(result.value, limits):
+            raise DataError(f"{where}: metrics.{name}.value: {result.value!r} is not {_range_text(limits)}")
 
 
 def _check_summary(summary: Summary, where: str) -> None:
