@@ -91,20 +91,22 @@ def test_a_good_run_is_read_within_the_same_bounds(tmp_path: Path, good: dict[st
 
 
 def _bomb(path: Path, good: dict[str, bytes], head: bytes, block: bytes, megabytes: int) -> Path:
-    """A run zip whose rows.jsonl is ``head`` then ``megabytes`` MB of ``block``, deflated as written."""
+    """A run zip whose rows.jsonl is ``head`` then ``megabytes`` MB (10**6 bytes) of ``block``,
+    deflated as written."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         archive.writestr(RUN_FILE, good[RUN_FILE])
         archive.writestr(SUMMARY_FILE, good[SUMMARY_FILE])
         with archive.open(ROWS_FILE, "w", force_zip64=True) as member:
             member.write(head)
-            data = block * (MB // len(block))
+            data = block * (1_000_000 // len(block))
             for _ in range(megabytes):
                 member.write(data)
     return path
 
 
 def test_a_zip_of_newlines_is_refused_without_expanding_it(tmp_path: Path, good: dict[str, bytes]) -> None:
-    # 999 MB of newlines deflate to about 1 MB: formerly 8.8 GB of memory, 94 s, then a 0-row run.
+    # 999 MB of newlines, under the 1 GB cap of rows.jsonl, deflate to about 1 MB: formerly
+    # 8.8 GB of memory, 94 s, then a 0-row run.
     path = _bomb(tmp_path / "newlines.zip", good, b"", b"\n", 999)
     assert path.stat().st_size < 2 * MB
     assert_refused(path, f"{path}/{ROWS_FILE}:10001: more than 10000 blank lines")
