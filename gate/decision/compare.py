@@ -142,8 +142,6 @@ def compare_runs(
     if overall == "pass" and nothing_compared((g.metric, g.decision) for g in gate_results if g.gating):
         outcome = "none"
     unscored = _unscored(baseline, candidate, columns_of, gate_config)
-    if unscored:
-        warnings.append(f"scored on no case in either run, so not gated: {', '.join(unscored)}")
     return Comparison(
         overall=outcome,
         overall_reason=_nothing_compared(gate_results, paired, floor) if outcome == "none" else None,
@@ -168,8 +166,14 @@ def _unscored(
     """Gating metrics with no column (scored in neither run): the runs' own, then those the
     gate section names (``gate.include`` entries, ``gate.metrics`` keys) that neither run has."""
     names = _metric_names(baseline, candidate)
+    specs = registry()
+    # Judge metrics of runs without a judge are skipped by design ("no judge configured").
+    judged = bool(baseline.meta.judge.model or candidate.meta.judge.model)
     out = []
     for name in names:
+        spec = specs.get(name)
+        if spec is not None and spec.kind == "judge" and not judged:
+            continue
         hib, by_default, categorical = _direction(name, baseline, candidate)
         policy = metric_policy(
             name, gate_config, higher_is_better=hib, gate_by_default=by_default, categorical=categorical
