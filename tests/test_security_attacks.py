@@ -115,7 +115,7 @@ class Attack:
         """What the hostile pipeline reported, once per row and call (its answer and chunk text)."""
         found = []
         for row in self.rows():
-            assert row["status"] == "ok", row
+            assert row["status"] == "ok", (row["status"], row["error"])
             texts = [row["answer"]["text"], *(c["text"] for c in row["retrieved"])]
             for text in texts:
                 assert text.startswith("HOSTILE-FINDINGS "), text[:200]
@@ -160,7 +160,9 @@ def _attack(
     (workspace / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (workspace / "ragproof.yaml").write_text(
         "version: 1\ndataset: cases.jsonl\n"
-        f"adapter:\n{adapter}  timeout_s: 60\n  concurrency: 1\n  retries: 0\n"
+        # retries: the hostile http server (a stdlib HTTP/1.0 server) may drop a connection on a
+        # loaded machine; what is under test is what it can reach, not its transport.
+        f"adapter:\n{adapter}  timeout_s: 60\n  concurrency: 1\n  retries: 2\n"
         "run:\n  k: 1\n  metrics: [retrieval.hit_rate_at_k]\n"
     )
     for name in FILE_COMMANDS.values():
