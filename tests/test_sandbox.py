@@ -92,3 +92,42 @@ def test_the_process_holding_secrets_becomes_non_dumpable() -> None:
         check=True,
     ).stdout
     assert out.split() == ["True", "True", "False"]
+
+
+def _package(root: Path) -> Path:
+    package = root / "site" / "gate"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
+    for path in (root / "site", package, package / "__pycache__"):
+        path.chmod(0o755)
+    for path in (package / "__init__.py", package / "__pycache__" / "x.cpython-311.pyc"):
+        path.chmod(0o644)
+    return package
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to the sandbox uid needs root")
+def test_code_the_sandbox_user_could_change_is_found(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    sandbox = Sandbox(uid=64000, gid=64001)
+    assert sandbox.writable_code(package) is None  # root-owned, 755 / 644
+    assert Sandbox().writable_code(package) is None  # no user switch: nothing to check
+    pyc = package / "__pycache__" / "x.cpython-311.pyc"
+    cases = [
+        # (path, owner, group, mode): each alone makes the install writable for uid 64000
+        (pyc, 64000, 0, 0o644),  # owned by it
+        (pyc, 0, 64001, 0o664),  # its group may write
+        (package / "__pycache__", 0, 0, 0o1777),  # world-writable, sticky or not
+        (package.parent, 0, 0, 0o757),  # where a .pth file or a module could be planted
+    ]
+    for path, uid, gid, mode in cases:
+        original = path.stat()
+        os.chown(path, uid, gid)
+        path.chmod(mode)
+        assert sandbox.writable_code(package) == path, (path, uid, gid, oct(mode))
+        os.chown(path, original.st_uid, original.st_gid)
+        path.chmod(original.st_mode & 0o7777)
+    # the group write bit of a group that is not the sandbox user's is no way in
+    os.chown(pyc, 0, 64002)
+    pyc.chmod(0o664)
+    assert sandbox.writable_code(package) is None

@@ -130,11 +130,36 @@ class Attack:
         ]
 
 
+def _install_read_only(destination: Path) -> Path:
+    """A copy of ragproof's code as the image installs it: owned by root, not writable by others.
+
+    The checkout the tests run from may be writable by everybody (a CI clone made under umask
+    000); the action refuses to run untrusted code as another user from such an install.
+    """
+    destination.mkdir(mode=0o755)
+    destination.chmod(0o755)
+    shutil.copytree(REPO_ROOT / "gate", destination / "gate", ignore=shutil.ignore_patterns("__pycache__"))
+    for directory, _subdirectories, files in os.walk(destination / "gate"):
+        Path(directory).chmod(0o755)
+        for name in files:
+            Path(directory, name).chmod(0o644)
+    return destination
+
+
+@pytest.fixture(scope="module")
+def read_only_install() -> Iterator[Path]:
+    parent = Path(tempfile.mkdtemp(prefix="ragproof-install-"))
+    parent.chmod(0o755)
+    yield _install_read_only(parent / "site")
+    shutil.rmtree(parent, ignore_errors=True)
+
+
 @pytest.fixture
-def base() -> Iterator[Path]:
+def base(read_only_install: Path) -> Iterator[Path]:
     # Not under pytest's own temporary directory (mode 0700): the sandbox user must read it.
     directory = Path(tempfile.mkdtemp(prefix="ragproof-attack-"))
     directory.chmod(0o755)
+    os.symlink(read_only_install, directory / "code")  # _attack's PYTHONPATH
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
 
@@ -181,7 +206,7 @@ def _attack(
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(runner),
-        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONPATH": str((base / "code").resolve()),
         "CI": "true",
         "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": "push",
@@ -324,3 +349,23 @@ def test_error_messages_of_the_pipeline_cannot_command_the_runner(base: Path) ->
     assert "::" not in quoting[0][1] and "##[" not in quoting[0][1]
     assert obeyed_commands(attack.stderr) == []
     assert "::" not in attack.stderr and "##[" not in attack.stderr
+
+
+def test_code_the_pipeline_user_could_write_is_refused_before_anything_runs(base: Path) -> None:
+    """An install the sandbox user could change (here one package directory mode 0777): exit 64."""
+    if os.geteuid() != 0:
+        pytest.skip(f"switching to uid {SANDBOX_UID} needs root")
+    (base / "code").unlink()
+    writable = _install_read_only(base / "code") / "gate" / "adapters"
+    writable.chmod(0o777)
+    attack = _attack(base, ADAPTERS["command"], install=f"{PY} hostile.py install", switch_user=True)
+    assert attack.returncode == 64, attack.stderr
+    lines = attack.stderr.strip().splitlines()
+    assert len(lines) == 1, attack.stderr
+    assert lines[0] == (
+        f"ragproof: error: RAGPROOF_PIPELINE_UID: ragproof's own code is writable by the pipeline "
+        f"user (uid {SANDBOX_UID}): {writable}; a pipeline could change the gate. Install ragproof "
+        "owned by root and not writable by that user (as the action's image does)"
+    )
+    assert attack.install_findings() == []  # the install command never ran
+    assert not (attack.workspace / ".ragproof").exists()  # nor did the pipeline

@@ -31,6 +31,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -152,6 +153,42 @@ class Sandbox:
         if self.venv is not None and (self.venv / "bin" / "python").exists():
             return str(self.venv / "bin" / "python")
         return sys.executable
+
+    def may_write(self, status: os.stat_result) -> bool:
+        """Whether the sandbox user may write a file or directory with this ``stat``.
+
+        Owner write bit when it owns it, group write bit when its (only) group owns it, and the
+        "other" write bit always: a sticky world-writable directory still lets it add entries.
+        False when no user is switched (the pipeline then runs with the caller's own rights).
+        """
+        if self.uid is None:
+            return False
+        gid = self.gid if self.gid is not None else self.uid
+        mode = status.st_mode
+        return bool(
+            (status.st_uid == self.uid and mode & stat.S_IWUSR)
+            or (status.st_gid == gid and mode & stat.S_IWGRP)
+            or mode & stat.S_IWOTH
+        )
+
+    def writable_code(self, package: Path) -> Path | None:
+        """The first path of ragproof's own code that the sandbox user could change, or None.
+
+        Checked: the directory holding ``package`` (a ``.pth`` file or a module planted there
+        would run in the process holding the secrets), ``package`` itself and everything under
+        it (sources, ``__pycache__``). A pipeline that can write there can change the gate.
+        """
+        if self.uid is None:
+            return None
+        candidates = [package.parent, package]
+        for directory, subdirectories, files in os.walk(package):
+            subdirectories.sort()
+            candidates += [Path(directory, name) for name in sorted(subdirectories + files)]
+        for path in candidates:
+            with contextlib.suppress(OSError):
+                if self.may_write(path.lstat()):
+                    return path
+        return None
 
     def popen_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for subprocess.Popen / asyncio.create_subprocess_exec."""

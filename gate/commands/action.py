@@ -234,9 +234,18 @@ def _install(command: str, variables: dict[str, str], cwd: Path, commands: objec
 
 
 def _run(env: Environment) -> int:
-    from gate.adapters.sandbox import Sandbox, activate
+    import gate
+    from gate.adapters.sandbox import UID_VARIABLE, Sandbox, activate
+    from gate.core.errors import UsageError
 
     sandbox = Sandbox.from_environment(env.variables)
+    writable = sandbox.writable_code(Path(gate.__file__).resolve().parent)
+    if writable is not None:
+        raise UsageError(
+            f"{UID_VARIABLE}: ragproof's own code is writable by the pipeline user "
+            f"(uid {sandbox.uid}): {writable}; a pipeline could change the gate. Install ragproof "
+            "owned by root and not writable by that user (as the action's image does)"
+        )
     activate(sandbox)
     try:
         return _run_in(env)

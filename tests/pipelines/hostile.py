@@ -178,7 +178,7 @@ def probe() -> Findings:
             except OSError:
                 continue
             found.written.append(str(target))
-            target.unlink()
+            target.unlink(missing_ok=True)  # a second worker may have removed it first
     for root in settings.get("scan", []):
         for dirpath, _dirs, files in os.walk(root):
             for name in files:
