@@ -15,8 +15,8 @@ import zipfile
 from pathlib import Path
 
 import test_cli_action as base
-from servers.github_server import GitHubServer, GitHubState
-from test_cli_action import MERGE_BASE, _fork_world, _ours, _pr, _project
+from servers.github_server import GitHubServer, GitHubState, user
+from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project
 
 from gate.github.flow import NO_BASELINE_CHECK
 from gate.report.escape import md_escape
@@ -44,11 +44,16 @@ def test_review_conclusion_input(tmp_path: Path, server: GitHubServer) -> None:
     assert server.state.check_runs[1]["conclusion"] == "neutral"
 
 
+def _labeled(label: str, sender: str) -> dict:
+    """The fields of a ``pull_request`` event with ``action: labeled`` (GitHub's webhook shape)."""
+    return {"action": "labeled", "label": {"name": label, "color": "0e8a16"}, "sender": user(sender)}
+
+
 def test_a_maintainers_accept_label_turns_block_into_success(tmp_path: Path, server: GitHubServer) -> None:
     server.state.roles["mia"] = "maintain"
     server.state.label(7, "unrelated", "rex")
     server.state.label(7, LABEL, "mia")
-    result = _pr(tmp_path, server, misses=WORSE)
+    result = _pr(tmp_path, server, misses=WORSE, event_fields=_labeled(LABEL, "mia"))
     assert result.returncode == 0, result.stderr
     assert result.outputs["decision"] == "block"  # the gate's finding is kept
     assert result.outputs["accepted-by"] == "mia"
@@ -59,6 +64,57 @@ def test_a_maintainers_accept_label_turns_block_into_success(tmp_path: Path, ser
     assert md_escape(f"Accepted by mia (maintain permission) with the label {LABEL}.") in body
     asked = [r["path"] for r in server.state.requests if "/collaborators/" in r["path"]]
     assert asked == ["/repos/acme/rag/collaborators/mia/permission"]
+    # the acceptance is recorded for this commit, on the comment's second line
+    head = server.state.pulls[7]["head"]["sha"]
+    assert body.splitlines()[:2] == [MARKER, f"<!-- ragproof:accepted sha={head} by=mia -->"]
+
+
+def test_an_acceptance_holds_for_its_commit_only(tmp_path: Path, server: GitHubServer) -> None:
+    """Accepted on commit A; a re-run of A keeps it; a push of B is a fresh look; B needs the label again."""
+    server.state.roles["mia"] = "write"
+    server.state.label(7, LABEL, "mia")
+    accepted = _pr(tmp_path, server, misses=WORSE, event_fields=_labeled(LABEL, "mia"))
+    assert accepted.outputs["accepted-by"] == "mia"
+    first_head = server.state.pulls[7]["head"]["sha"]
+    # the same commit again (a synchronize re-run, another label): the record keeps it accepted
+    again = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields={"action": "reopened"})
+    assert server.state.pulls[7]["head"]["sha"] == first_head
+    assert again.returncode == 0, again.stderr
+    assert again.outputs["accepted-by"] == "mia"
+    assert [c["conclusion"] for c in server.state.check_runs] == ["success", "success"]
+    # a new commit: the label is still on the pull request, but it was given for commit A
+    (tmp_path / "workspace" / "later.txt").write_text("a later push\n")
+    pushed = _pr(tmp_path, server, misses=WORSE)  # action: synchronize, sender: whoever pushed
+    assert server.state.pulls[7]["head"]["sha"] != first_head
+    assert pushed.returncode == 1, pushed.stderr
+    assert "accepted-by" not in pushed.outputs
+    check = server.state.check_runs[-1]
+    assert (check["head_sha"], check["conclusion"]) == (server.state.pulls[7]["head"]["sha"], "failure")
+    body = _ours(server.state)[0]["body"]
+    assert "ragproof:accepted" not in body
+    note = f"The label {LABEL} was applied by mia for an earlier commit: ignored for this one"
+    assert md_escape(note) in body
+    assert f"::notice title=ragproof::{note}" in pushed.stdout
+    # another user's label event does not carry mia's acceptance over either
+    server.state.roles["rex"] = "write"
+    labeled_other = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields=_labeled("bug", "rex"))
+    assert labeled_other.returncode == 1 and "accepted-by" not in labeled_other.outputs
+    # mia applies it again: this commit is accepted
+    server.state.label(7, LABEL, "mia", removed=True)
+    server.state.label(7, LABEL, "mia")
+    renewed = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields=_labeled(LABEL, "mia"))
+    assert renewed.returncode == 0, renewed.stderr
+    assert renewed.outputs["accepted-by"] == "mia"
+
+
+def test_a_labeled_event_sent_by_someone_else_accepts_nothing(tmp_path: Path, server: GitHubServer) -> None:
+    """The label's last applier is a maintainer, but this run was started by another user's event."""
+    server.state.roles["mia"] = "admin"
+    server.state.label(7, LABEL, "mia")
+    result = _pr(tmp_path, server, misses=WORSE, event_fields=_labeled(LABEL, "mallory"))
+    assert result.returncode == 1, result.stderr
+    assert "accepted-by" not in result.outputs
+    assert server.state.check_runs[0]["conclusion"] == "failure"
 
 
 def test_a_label_by_a_reader_is_ignored_with_a_note(tmp_path: Path, server: GitHubServer) -> None:
@@ -233,3 +289,36 @@ def test_forged_scores_in_a_candidate_artifact_are_rescored(tmp_path: Path, stat
     assert result.outputs["decision"] == "block"  # as scored here from the retrieved chunks
     assert state.check_runs[0]["conclusion"] == "failure"
     assert not (result.workspace / "seen-env.json").exists()  # nothing of the PR ran
+
+
+def test_in_the_fork_safe_pair_the_label_accepts_the_run_it_started(
+    tmp_path: Path, state: GitHubState, runs
+) -> None:
+    """workflow_run: the stage-one run started by the labeler after the label accepts its commit;
+    one started by the fork's author (a later push) or re-run by someone else does not."""
+    from datetime import UTC, datetime, timedelta
+
+    event = _fork_world(state, runs, pr_head="f1" * 20)
+    state.roles["mia"] = "maintain"
+    state.label(8, LABEL, "mia")
+    trigger = event["workflow_run"]
+    pushed = {**trigger, "actor": user("mallory"), "triggering_actor": user("mallory")}
+    pushed["created_at"] = (datetime.now(UTC) + timedelta(seconds=5)).isoformat().replace("+00:00", "Z")
+    by_author = _workflow_run(tmp_path, state, {**event, "workflow_run": pushed})
+    assert by_author.returncode == 1, by_author.stderr
+    assert state.check_runs[-1]["conclusion"] == "failure"
+    assert md_escape(f"The label {LABEL} was applied by mia for an earlier commit") in _ours(state, 8)[0]["body"]
+    rerun = {**pushed, "actor": user("mallory"), "triggering_actor": user("mia")}
+    assert _workflow_run(tmp_path, state, {**event, "workflow_run": rerun}).returncode == 1
+    started = {**pushed, "actor": user("mia"), "triggering_actor": user("mia")}
+    by_labeler = _workflow_run(tmp_path, state, {**event, "workflow_run": started})
+    assert by_labeler.returncode == 0, by_labeler.stderr
+    assert by_labeler.outputs["accepted-by"] == "mia"
+    check = state.check_runs[-1]
+    assert (check["head_sha"], check["conclusion"]) == ("f1" * 20, "success")
+    # a run the labeler started before applying the label is not an acceptance
+    earlier = {**started, "created_at": "2026-03-03T00:00:00Z"}
+    state.label(8, LABEL, "mia", removed=True)
+    state.label(8, LABEL, "mia")
+    state.comments[8].clear()  # no record of the acceptance above either
+    assert _workflow_run(tmp_path, state, {**event, "workflow_run": earlier}).returncode == 1

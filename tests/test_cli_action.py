@@ -125,7 +125,8 @@ def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> Actio
     """Run the action on PR #7, checked out at a real commit of the workspace (its head)."""
     if not (tmp_path / "workspace").exists():
         _project(tmp_path)
-    head = checkout(tmp_path / "workspace")
+    # a new commit of the workspace as it is, or (same_commit) a second run of the same one
+    head = checkout_head(tmp_path / "workspace") if kw.pop("same_commit", False) else checkout(tmp_path / "workspace")
     if kw.pop("move_head", True) and 7 in server.state.pulls:
         _as_pr_head(server.state, head)
     extra = {**SECRETS, "PIPELINE_MISSES": str(misses), **kw.pop("extra_env", {})}
@@ -133,7 +134,7 @@ def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> Actio
         tmp_path,
         server.url,
         event_name=kw.pop("event_name", "pull_request"),
-        event=kw.pop("event", None) or pull_request_event(head_sha=head),
+        event=kw.pop("event", None) or {**pull_request_event(head_sha=head), **kw.pop("event_fields", {})},
         inputs=kw.pop("inputs", {}),
         extra_env=extra,
         **kw,

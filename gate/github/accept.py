@@ -11,11 +11,26 @@ the label's last ``labeled`` event not followed by an ``unlabeled`` one; the per
 Anyone with triage permission can apply a label, so a label by a reader or triager is
 ignored, and the report says so. The event list, not the event payload's labels, is the
 source: a payload is a snapshot of when the workflow started.
+
+**An acceptance holds for one commit**, the pull request's head when the label was applied, so
+a later push needs a fresh look. A writer's label accepts the commit under test when
+
+- this run was started by applying it: a ``pull_request`` event with ``action: labeled`` for
+  this label, sent by the user who applied it last; or, in the fork-safe pair, a
+  ``workflow_run`` whose stage-one run was started, and this attempt too, by that user
+  (``actor`` and ``triggering_actor``) after the label was applied; or
+- an earlier run accepted this very commit for that user: the sticky comment, written only by
+  the token's own identity, records it on its second line (:func:`record_line`).
+
+Otherwise the label is for an earlier commit: ignored, and the report says to apply it again.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from gate.github.client import GitHubAPIError, GitHubClient
 
@@ -31,6 +46,8 @@ class Acceptance:
     actor: str | None = None
     role: str | None = None
     accepted: bool = False
+    # a writer's label applied while an earlier commit was the head: not this commit's acceptance
+    earlier_commit: bool = False
 
     def note(self) -> str | None:
         """One plain-text line for the report (None when the label is absent)."""
@@ -38,15 +55,79 @@ class Acceptance:
             return None
         if self.accepted:
             return f"Accepted by {self.actor} ({self.role} permission) with the label {self.label}."
+        if self.earlier_commit:
+            return (
+                f"The label {self.label} was applied by {self.actor} for an earlier commit: ignored for this "
+                "one (an acceptance holds for the commit it was given on; remove the label and apply it "
+                "again to accept this commit)."
+            )
         return (
             f"The label {self.label} was applied by {self.actor}, whose permission is {self.role or 'unknown'}: "
             "ignored (only users with write, maintain or admin permission can accept a result)."
         )
 
 
-def label_actor(client: GitHubClient, issue_number: int, label: str) -> str | None:
-    """Who applied ``label`` last, if it is still on the issue (from its events)."""
-    actor: str | None = None
+@dataclass(frozen=True)
+class LabelEvent:
+    """The label's last ``labeled`` event not followed by an ``unlabeled`` one."""
+
+    actor: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """What started this run, as far as acceptance cares.
+
+    ``labeled_by``: the sender of a ``pull_request`` ``labeled`` event for the accept label.
+    ``started_by`` / ``started_at``: in the fork-safe pair, the user who started the stage-one run
+    and this attempt of it (None when they differ), and when that run was created.
+    """
+
+    labeled_by: str | None = None
+    started_by: str | None = None
+    started_at: datetime | None = None
+
+    def applied(self, event: LabelEvent) -> bool:
+        """Whether this run was started by applying the label of ``event``."""
+        if self.labeled_by is not None:
+            return self.labeled_by.lower() == event.actor.lower()
+        if self.started_by is None or self.started_at is None or event.created_at is None:
+            return False
+        return self.started_by.lower() == event.actor.lower() and event.created_at <= self.started_at
+
+
+_RECORD = re.compile(r"<!-- ragproof:accepted sha=([0-9a-f]{40}) by=([A-Za-z0-9_.\[\]-]{1,100}) -->")
+
+
+def record_line(head_sha: str, actor: str) -> str:
+    """The hidden line a report carries when it accepted ``head_sha`` for ``actor``."""
+    return f"<!-- ragproof:accepted sha={head_sha} by={actor} -->"
+
+
+def recorded_acceptance(body: str | None) -> tuple[str, str] | None:
+    """(sha, actor) from the second line of our own sticky comment, if it records an acceptance.
+
+    Only that line counts: the first is the comment's marker, and everything after it is the
+    rendered report, in which user strings are escaped.
+    """
+    lines = (body or "").lstrip().splitlines()
+    match = _RECORD.fullmatch(lines[1].strip()) if len(lines) > 1 else None
+    return (match.group(1), match.group(2)) if match else None
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def label_event(client: GitHubClient, issue_number: int, label: str) -> LabelEvent | None:
+    """Who applied ``label`` last and when, if it is still on the issue (from its events)."""
+    found: LabelEvent | None = None
     for event in client.paginate("issues.list_events", permission=PERMISSION, issue_number=issue_number):
         if not isinstance(event, dict):
             continue
@@ -55,10 +136,11 @@ def label_actor(client: GitHubClient, issue_number: int, label: str) -> str | No
             continue
         if event.get("event") == "labeled":
             who = event.get("actor")
-            actor = who.get("login") if isinstance(who, dict) and isinstance(who.get("login"), str) else None
+            login = who.get("login") if isinstance(who, dict) else None
+            found = LabelEvent(login, _time(event.get("created_at"))) if isinstance(login, str) else None
         elif event.get("event") == "unlabeled":
-            actor = None
-    return actor
+            found = None
+    return found
 
 
 def role_of(client: GitHubClient, username: str) -> str:
@@ -75,15 +157,32 @@ def role_of(client: GitHubClient, username: str) -> str:
     return permission if isinstance(permission, str) else "none"
 
 
-def find_acceptance(client: GitHubClient, issue_number: int, label: str) -> Acceptance:
-    """The accept label's state on the pull request (permission asked only when it is present)."""
-    actor = label_actor(client, issue_number, label)
-    if actor is None:
+def find_acceptance(
+    client: GitHubClient,
+    issue_number: int,
+    label: str,
+    *,
+    head_sha: str,
+    trigger: Trigger,
+    recorded: Callable[[], tuple[str, str] | None],
+) -> Acceptance:
+    """The accept label's state for the commit ``head_sha`` (see the module's rules).
+
+    The permission is asked only when the label is present, ``recorded`` (the sticky comment's
+    record) only when this run was not started by the label.
+    """
+    event = label_event(client, issue_number, label)
+    if event is None:
         return Acceptance(label)
+    actor = event.actor
     try:
         role = role_of(client, actor)
     except GitHubAPIError as exc:
         if not exc.is_permission_denied:
             raise
         role = "none"  # not a collaborator (404), or the token may not ask: never accepted
-    return Acceptance(label, actor, role, role in ACCEPTING_ROLES)
+    if role not in ACCEPTING_ROLES:
+        return Acceptance(label, actor, role)
+    if trigger.applied(event) or recorded() == (head_sha, actor):
+        return Acceptance(label, actor, role, accepted=True)
+    return Acceptance(label, actor, role, earlier_commit=True)

@@ -48,7 +48,7 @@ from gate.core.errors import (
     UsageError,
 )
 from gate.decision.decide import Outcome, exit_code_for
-from gate.github.accept import Acceptance, find_acceptance
+from gate.github.accept import Acceptance, Trigger, find_acceptance, record_line, recorded_acceptance
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -58,7 +58,7 @@ from gate.github.baseline import (
 )
 from gate.github.checks import Conclusion, ReviewConclusion, conclusion_for, create_check_run
 from gate.github.client import GitHubClient
-from gate.github.comment import marker, upsert_comment
+from gate.github.comment import find_comment, marker, upsert_comment
 from gate.github.context import GitHubContext
 from gate.github.models import PullRequest, Repository, WorkflowRun
 from gate.github.policy import TrustedPolicy, judge_overrides, trusted_policy
@@ -635,10 +635,40 @@ class ActionFlow:
                 print(f"no baseline: {search.reason}", flush=True)
         return search
 
+    def trigger(self) -> Trigger:
+        """What started this run: the accept label itself, or (fork-safe pair) which user."""
+        event = self.ctx.event
+        label = self.inputs.accept_label
+        if self.ctx.event_name in ("pull_request", "pull_request_target"):
+            labeled = event.action == "labeled" and event.label is not None and event.label.name == label
+            return Trigger(labeled_by=event.sender.login if labeled and event.sender else None)
+        run = event.workflow_run if self.ctx.event_name == "workflow_run" else None
+        starter = run.actor.login if run is not None and run.actor else None
+        again = run.triggering_actor.login if run is not None and run.triggering_actor else None
+        if run is None or starter is None or again is None or starter.lower() != again.lower():
+            return Trigger()  # a re-run by someone else is not the labeler's own start
+        return Trigger(started_by=starter, started_at=run.created_at)
+
     def acceptance(self, target: Target) -> Acceptance | None:
-        if target.pull is None:
+        pull = target.pull
+        if pull is None:
             return None
-        return find_acceptance(self.client, target.pull.number, self.inputs.accept_label)
+
+        def recorded() -> tuple[str, str] | None:
+            if not self.inputs.comment:
+                return None
+            name, author = self.inputs.check_name, self.inputs.comment_author
+            ours = find_comment(self.client, pull.number, name, author=author)
+            return recorded_acceptance(ours.body if ours else None)
+
+        return find_acceptance(
+            self.client,
+            pull.number,
+            self.inputs.accept_label,
+            head_sha=target.head_sha,
+            trigger=self.trigger(),
+            recorded=recorded,
+        )
 
     def gate(
         self, candidate: RunArtifact, target: Target, search: BaselineSearch, policy: TrustedPolicy
@@ -704,6 +734,11 @@ class ActionFlow:
                 )
                 if accepted is not None and accepted.accepted and accepted.actor:
                     result.accept(accepted.actor, f"✅ Accepted by {accepted.actor} · {title}")
+                    # the record that lets a later run of this same commit keep the acceptance
+                    tag = marker(self.inputs.check_name)
+                    body = result.report.lstrip()
+                    rest = body[len(tag) :].lstrip("\n") if body.startswith(tag) else body
+                    result.report = f"{tag}\n{record_line(target.head_sha, accepted.actor)}\n{rest}"
                 elif accepted is not None and accepted.actor is not None:
                     self.commands.notice(accepted.note() or "", title="ragproof")
         result.outputs["policy-changed"] = "true" if policy.change.changed else "false"

@@ -90,6 +90,8 @@ class WorkflowRun(_GitHubModel):
     html_url: str | None = None
     created_at: datetime
     pull_requests: list[RunPullRequest] = Field(default_factory=list)  # null: none
+    actor: Account | None = None  # who started the run's event (a push, a label)
+    triggering_actor: Account | None = None  # who started this attempt (differs on a re-run)
 
     @field_validator("pull_requests", mode="before")
     @classmethod
@@ -151,6 +153,10 @@ class CheckRun(_GitHubModel):
     conclusion: str | None = None
 
 
+class Label(_GitHubModel):
+    name: str
+
+
 class EventPayload(_GitHubModel):
     """The parts of ``$GITHUB_EVENT_PATH`` the action reads, for every event it handles."""
 
@@ -160,3 +166,6 @@ class EventPayload(_GitHubModel):
     inputs: dict[str, str | bool | int | float | None] | None = None  # workflow_dispatch
     ref: str | None = None  # push
     after: str | None = None  # push: the pushed commit
+    action: str | None = None  # pull_request: opened, synchronize, labeled, ...
+    label: Label | None = None  # pull_request labeled / unlabeled: which label
+    sender: Account | None = None  # who caused the event

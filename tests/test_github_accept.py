@@ -1,0 +1,40 @@
+"""The record of an acceptance in the sticky comment, and what started a run (gate.github.accept)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from gate.github.accept import LabelEvent, Trigger, record_line, recorded_acceptance
+
+SHA = "ab" * 20
+MARK = "<!-- ragproof:ragproof -->"
+
+
+def test_the_record_is_read_from_the_second_line_only() -> None:
+    record = record_line(SHA, "mia")
+    assert record == f"<!-- ragproof:accepted sha={SHA} by=mia -->"
+    assert recorded_acceptance(f"{MARK}\n{record}\n## ragproof: ❌ Blocked\n") == (SHA, "mia")
+    assert recorded_acceptance(f"\n  {MARK}\n{record}  \n") == (SHA, "mia")  # as GitHub may return it
+    # anywhere else (a case's text in the report cannot reach line 2) it is not a record
+    assert recorded_acceptance(f"{MARK}\n## ragproof: ❌ Blocked\n{record}\n") is None
+    assert recorded_acceptance(record) is None
+    assert recorded_acceptance(None) is None
+    # nor is a malformed one: a short sha, upper case, extra text on the line
+    assert recorded_acceptance(f"{MARK}\n<!-- ragproof:accepted sha={SHA[:7]} by=mia -->") is None
+    assert recorded_acceptance(f"{MARK}\n<!-- ragproof:accepted sha={SHA.upper()} by=mia -->") is None
+    assert recorded_acceptance(f"{MARK}\n{record} and more") is None
+    assert recorded_acceptance(f"{MARK}\n{record_line(SHA, 'github-actions[bot]')}") == (SHA, "github-actions[bot]")
+
+
+def test_what_started_the_run() -> None:
+    when = datetime(2026, 12, 1, 10, tzinfo=UTC)
+    label = LabelEvent("Mia", when)
+    assert Trigger(labeled_by="mia").applied(label)  # logins compare without case
+    assert not Trigger(labeled_by="mallory").applied(label)
+    assert not Trigger().applied(label)
+    later, earlier = when + timedelta(seconds=3), when - timedelta(seconds=3)
+    assert Trigger(started_by="mia", started_at=later).applied(label)
+    assert Trigger(started_by="mia", started_at=when).applied(label)
+    assert not Trigger(started_by="mia", started_at=earlier).applied(label)
+    assert not Trigger(started_by="mallory", started_at=later).applied(label)
+    assert not Trigger(started_by="mia", started_at=later).applied(LabelEvent("mia", None))
