@@ -539,7 +539,7 @@ def test_workflow_run_does_not_post_on_a_pr_that_moved_on(tmp_path: Path, state:
 def test_bad_input_is_one_line_usage_error(tmp_path: Path, server: GitHubServer) -> None:
     result = _pr(tmp_path, server, inputs={"fail-on": "sometimes"})
     assert result.returncode == 64
-    (line,) = [x for x in result.stderr.splitlines() if x.strip()]
+    (line,) = [x for x in result.stderr.splitlines() if "error" in x]  # after the run's progress
     assert line.startswith("ragproof: error: input fail-on (INPUT_FAIL-ON):")
     assert server.state.requests == []
 
@@ -591,3 +591,30 @@ def test_run_mode_on_a_pull_request_only_runs(tmp_path: Path, server: GitHubServ
     assert result.returncode == 0, result.stderr
     assert result.outputs["decision"] == "none" and result.outputs["run-dir"] == ".ragproof/run"
     assert server.state.requests == []
+
+
+def test_a_failure_to_publish_is_loud_and_loses_nothing(tmp_path: Path, server: GitHubServer) -> None:
+    """GitHub refuses the check run twice (422) and the comment once: each write is tried, the
+    summary and outputs are written, every failure is an ::error, and the step fails (exit 1)."""
+    server.state.fail("POST", r"/check-runs$", 422, message="Validation Failed", times=2)
+    result = _pr(tmp_path, server)
+    assert result.returncode == 1
+    assert server.state.check_runs == []
+    (comment,) = _ours(server.state)  # the other write still happened
+    assert "## ragproof: ✅ Passed" in comment["body"]
+    head = server.state.pulls[7]["head"]["sha"]
+    (line,) = [x for x in result.stderr.splitlines() if "error" in x]  # after the run's progress
+    assert line.startswith(f"ragproof: error: could not write the check run on {head[:7]}: ")
+    assert "Validation Failed" in line
+    assert line.endswith("; the decision (pass) and the report are in the job summary and the outputs")
+    assert f"::error title=ragproof::could not write the check run on {head[:7]}: " in result.stdout
+    assert result.outputs["decision"] == "pass" and result.outputs["comment-url"] == comment["html_url"]
+    assert "✅ Passed" in result.summary
+    # the comment refused instead: the check run is still created, and the step still fails
+    server.state.fail("POST", r"/issues/7/comments$", 422, message="Body is too long")
+    server.state.fail("PATCH", r"/issues/comments/\d+$", 422, message="Body is too long")
+    again = _pr(tmp_path, server)
+    assert again.returncode == 1
+    assert [c["conclusion"] for c in server.state.check_runs] == ["success"]
+    assert "could not write the comment on pull request #7: " in again.stderr
+    assert "comment-url" not in again.outputs and again.outputs["decision"] == "pass"

@@ -57,7 +57,7 @@ from gate.github.baseline import (
     repository_info,
 )
 from gate.github.checks import Conclusion, ReviewConclusion, conclusion_for, create_check_run
-from gate.github.client import GitHubClient
+from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.comment import find_comment, marker, upsert_comment
 from gate.github.context import GitHubContext
 from gate.github.models import PullRequest, Repository, WorkflowRun
@@ -746,39 +746,62 @@ class ActionFlow:
         return result
 
     def publish(self, result: Result, target: Target) -> None:
-        """Comment and check run on the PR (when there is one); failures to write are warnings."""
+        """Comment and check run on the PR (when there is one).
+
+        A token that may not write is a warning (the job summary has the report). Any other
+        failure to write (GitHub answering 5xx after the retries, 422 twice, a malformed reply)
+        does not stop the other write; it becomes an ``::error`` and, once the summary and the
+        outputs are written, the step's error (exit 1): a missing check is never silent.
+        """
         if target.pull is None:
             return
+        failures: list[str] = []
         if self.inputs.comment:
-            posted = upsert_comment(
+            try:
+                posted = upsert_comment(
+                    self.client,
+                    target.pull.number,
+                    self.inputs.check_name,
+                    result.report,
+                    author=self.inputs.comment_author,
+                )
+            except (GitHubAPIError, DataError) as exc:
+                failures.append(f"the comment on pull request #{target.pull.number}: {exc}")
+            else:
+                if posted.action == "denied":
+                    self.commands.warning(
+                        "cannot comment on the pull request: the token is read-only here (a fork's pull request, "
+                        "or `permissions: pull-requests: write` missing); the report is in the job summary. "
+                        "For forks use the workflow_run pair in examples/workflows/.",
+                        title="ragproof",
+                    )
+                elif posted.url:
+                    result.outputs["comment-url"] = posted.url
+        try:
+            check = create_check_run(
                 self.client,
-                target.pull.number,
-                self.inputs.check_name,
-                result.report,
-                author=self.inputs.comment_author,
+                name=self.inputs.check_name,
+                head_sha=target.head_sha,
+                conclusion=result.conclusion,
+                title=result.title,
+                summary=result.report,
+                text=result.text,
+                details_url=self.ctx.run_url,
             )
-            if posted.action == "denied":
+        except (GitHubAPIError, DataError) as exc:
+            failures.append(f"the check run on {target.head_sha[:7]}: {exc}")
+        else:
+            if not check.created:
                 self.commands.warning(
-                    "cannot comment on the pull request: the token is read-only here (a fork's pull request, "
-                    "or `permissions: pull-requests: write` missing); the report is in the job summary. "
-                    "For forks use the workflow_run pair in examples/workflows/.",
+                    "cannot create the check run: the token lacks `permissions: checks: write` "
+                    "(or is read-only for a fork's pull request); the step's own status still reflects the gate",
                     title="ragproof",
                 )
-            elif posted.url:
-                result.outputs["comment-url"] = posted.url
-        check = create_check_run(
-            self.client,
-            name=self.inputs.check_name,
-            head_sha=target.head_sha,
-            conclusion=result.conclusion,
-            title=result.title,
-            summary=result.report,
-            text=result.text,
-            details_url=self.ctx.run_url,
-        )
-        if not check.created:
-            self.commands.warning(
-                "cannot create the check run: the token lacks `permissions: checks: write` "
-                "(or is read-only for a fork's pull request); the step's own status still reflects the gate",
-                title="ragproof",
+        for failure in failures:
+            self.commands.error(f"could not write {failure}", title="ragproof")
+        if failures and result.error is None:
+            result.error = RagproofError(
+                f"could not write {failures[0]}"
+                + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else "")
+                + f"; the decision ({result.decision}) and the report are in the job summary and the outputs"
             )

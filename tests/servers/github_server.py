@@ -365,7 +365,9 @@ class GitHubState:
         message: str = "injected fault",
         times: int = 1,
     ) -> None:
-        self.faults.append(Fault(method, pattern, status, headers or {}, {"message": message}, times))
+        # GitHub's error bodies carry both (its "validation-failed" schema requires them)
+        body = {"message": message, "documentation_url": "https://docs.github.com/rest"}
+        self.faults.append(Fault(method, pattern, status, headers or {}, body, times))
 
     def secondary_rate_limit(self, method: str, pattern: str, *, retry_after: int = 1) -> None:
         """GitHub's secondary rate limit: a 403 with ``Retry-After`` (once)."""
