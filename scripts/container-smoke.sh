@@ -21,6 +21,9 @@
 # RAGPROOF_SMOKE_IMAGE (image name), PYTHON.
 # Prints "container smoke: ok" and exits 0 on success.
 set -euo pipefail
+# The runner creates the file-command files and the workspace under its own umask (022): so do we,
+# whatever the caller's (under umask 000 every file here would be writable by the sandbox user).
+umask 022
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 WORK="${RAGPROOF_SMOKE_DIR:-${TMPDIR:-/tmp}/ragproof-container-smoke}"

@@ -6,6 +6,7 @@ the demo's comment) from what the code renders now; review the diff before commi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +19,12 @@ from servers.judge_server import JudgeServer
 # example says nothing about the code, so properties are checked without one.
 settings.register_profile("ragproof", deadline=None)
 settings.load_profile("ragproof")
+
+# Files the tests create stand for files a GitHub runner creates (the workspace, the
+# file-command files, an installed ragproof), which its umask 022 leaves writable by their owner
+# only. A checkout or shell with umask 000 would make them writable by the sandbox user, and
+# the attack tests would then measure the machine, not ragproof.
+os.umask(0o022)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -192,6 +192,7 @@ def _attack(
     )
     for name in FILE_COMMANDS.values():
         (file_commands / name).write_text("")
+        (file_commands / name).chmod(0o644)  # as the runner leaves them, whatever the umask
     event = runner / "event.json"
     repository = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
     event.write_text(json.dumps({"ref": "refs/heads/main", "after": "c1" * 20, "repository": repository}))
@@ -207,6 +208,8 @@ def _attack(
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(runner),
         "PYTHONPATH": str((base / "code").resolve()),
+        # as the image's install, compiled once: the action (root) writes no __pycache__ there
+        "PYTHONDONTWRITEBYTECODE": "1",
         "CI": "true",
         "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": "push",
