@@ -67,7 +67,7 @@ def test_report_contents():
     assert text.index("| Gate | Baseline → candidate |") < first_details
     assert text.index("**What now?**") > text.rindex("</details>")
     # the counts add up to the --json gates
-    assert "24 gates: **3 block** · **12 review** · 3 pass · 6 skipped <sub>" in text
+    assert "24 gates: **3 block** · **2 review** · 10 underpowered (inform only) · 3 pass · 6 skipped <sub>" in text
     assert len(comparison.gates) == 24
     # all and kind=qa pair the same cases for answer.token_f1: one row naming both
     assert (
@@ -110,8 +110,9 @@ def test_identical_metrics_are_shown_once_and_every_count_agrees() -> None:
     # six gates, one row: both metrics, the three slices
     assert text.count("❌&nbsp;real&nbsp;drop") == 1
     assert "**answer.<wbr>exact\\_match = answer.<wbr>token\\_f1**<br>all = kind=qa = tags=topic:x |" in text
-    # the failure rate's 40 unchanged pairs cannot rule out a 0.02 rise: review, not pass
-    assert "9 gates: **6 block** · **3 review** · 0 pass · 0 skipped <sub>" in text
+    # the failure rate's 40 unchanged pairs cannot rule out a 0.02 rise: a review, not a pass,
+    # of an underpowered gate, which informs only
+    assert "9 gates: **6 block** · **0 review** · 3 underpowered (inform only) · 0 pass · 0 skipped <sub>" in text
     # without the runs nothing is grouped: six rows
     assert render_markdown(comparison).count("❌&nbsp;real&nbsp;drop") == 6
 
@@ -293,3 +294,32 @@ def test_not_comparable_report_carries_the_marker_and_the_escaped_reason() -> No
     text = render_not_comparable("judge differs: <b>@x</b>", context=ctx)
     assert text.splitlines()[:2] == ["<!-- ragproof:gate -->", "## gate: runs not comparable"]
     assert "<b>" not in text and "@x" not in text
+
+
+def test_the_why_line_of_a_review_counts_the_gates_that_decide() -> None:
+    """Underpowered reviews that only inform (gate.underpowered: inform) are not counted or named."""
+    from gate.report.markdown import why_line
+
+    base, cand = fixed_runs()
+    small = compare_runs(base, cand, GateConfig())
+
+    def review(metric: str, lo: float, hi: float, *, underpowered: bool) -> dict:
+        gate = _gate(1).model_copy(update={"metric": metric, "lo": lo, "hi": hi, "underpowered": underpowered})
+        return gate.model_dump()
+
+    gates = [
+        review("answer.exact_match", -0.05, 0.01, underpowered=False),  # decides
+        review("answer.token_f1", -0.40, 0.10, underpowered=True),  # lower, but only informs
+        review("answer.numeric_match", -0.30, 0.05, underpowered=True),
+        review("retrieval.recall_at_k", -0.09, -0.03, underpowered=True),  # wholly beyond -margin: decides
+    ]
+    data = small.model_dump()
+    data["settings"]["underpowered"] = "inform"
+    comparison = Comparison.model_validate({**data, "overall": "review", "gates": gates})
+    assert why_line(comparison) == (
+        "nothing blocks, but 2 gates are inconclusive: retrieval.recall_at_k on tags=topic:t1 "
+        "(Δ −0.020, 95% interval [−0.090, −0.030]) may have dropped by more than the margin 0.02."
+    )
+    data["settings"]["underpowered"] = "review"  # then every review decides
+    every = Comparison.model_validate({**data, "overall": "review", "gates": gates})
+    assert why_line(every).startswith("nothing blocks, but 4 gates are inconclusive: answer.token_f1 on ")

@@ -30,14 +30,15 @@ from gate.model.artifact import RunArtifact
 from gate.model.config import GateConfig, GateMetricConfig
 from gate.model.records import Answer, Chunk
 from gate.report.escape import ZWSP
-from gate.report.markdown import ReportContext, render_markdown
+from gate.report.markdown import ReportContext, informs_only, render_markdown
 from gate.run.artifact_io import read_artifact
 
 WIDTH = 780  # a pull-request comment's column
 FIRST_SCREEN = 1200
 SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "demo-comment.png"
 HEADLINE = re.compile(
-    r"(\d+) gates: (\d+) block · (\d+) review · (\d+) pass · (\d+) skipped(?: · (\d+) not gating)?"
+    r"(\d+) gates: (\d+) block · (\d+) review(?: · (\d+) underpowered \(inform only\))? · (\d+) pass · (\d+) skipped"
+    r"(?: · (\d+) not gating)?"
 )
 
 
@@ -173,11 +174,14 @@ def _check(
     # the headline's counts are the --json document's
     counts = HEADLINE.search(" ".join(visible.split()))
     assert counts, visible[:500]
-    total, block, review, passed, skipped = (int(x) for x in counts.groups()[:5])
-    not_gating = int(counts.group(6) or 0)
+    total, block, review = (int(x) for x in counts.groups()[:3])
+    underpowered = int(counts.group(4) or 0)
+    passed, skipped = int(counts.group(5)), int(counts.group(6))
+    not_gating = int(counts.group(7) or 0)
     gating = [g for g in comparison.gates if g.gating]
-    assert total == len(comparison.gates) == block + review + passed + skipped + not_gating
-    assert (block, review, passed, skipped, not_gating) == (
+    assert total == len(comparison.gates) == block + review + underpowered + passed + skipped + not_gating
+    assert underpowered == sum(informs_only(g, comparison.settings.underpowered) for g in gating)
+    assert (block, review + underpowered, passed, skipped, not_gating) == (
         sum(g.decision == "block" for g in gating),
         sum(g.decision == "review" for g in gating),
         sum(g.decision == "pass" for g in gating),

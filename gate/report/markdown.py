@@ -214,9 +214,14 @@ def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
         # Raised to review by the caller (the action: the pull request changed the policy).
         return "every gate passes, but the pull request changes the gate's policy or dataset: a maintainer must look."
     if comparison.overall == "review":
-        g = min(reviews, key=lambda x: (x.lo if x.lo is not None else 0.0, x.metric, x.slice))
+        # Under gate.underpowered: inform, an underpowered gate's review is shown but does not
+        # make the overall decision: count and name the gates that do (the others are listed
+        # with the gates shown but not counted).
+        deciding = [g for g in reviews if not informs_only(g, comparison.settings.underpowered)]
+        g = min(deciding or reviews, key=lambda x: (x.lo if x.lo is not None else 0.0, x.metric, x.slice))
+        count = len(deciding or reviews)
         return (
-            f"nothing blocks, but {len(reviews)} gate{'s are' if len(reviews) != 1 else ' is'} inconclusive: "
+            f"nothing blocks, but {count} gate{'s are' if count != 1 else ' is'} inconclusive: "
             f"{g.metric} on {g.slice} (Δ {fmt_signed(g.delta)}, {level} interval {fmt_interval(g.lo, g.hi)}) "
             f"may have dropped by more than the margin {g.margin:g}."
         )
@@ -437,10 +442,24 @@ def _take(items: list, limit: int | None) -> tuple[list, int]:
     return items[:limit], len(items) - limit
 
 
+def informs_only(gate: GateResult, mode: str) -> bool:
+    """A review that does not make the overall decision: an underpowered gate's, under
+    ``gate.underpowered: inform`` (see :func:`gate.decision.decide.counts_toward_overall`)."""
+    return gate.decision == "review" and not counts_toward_overall(
+        "review", gate.underpowered, mode, gate.hi, gate.margin
+    )
+
+
 def tally(comparison: Comparison) -> dict[str, int]:
-    """Gate counts as the headline states them; they add up to ``len(comparison.gates)``."""
+    """Gate counts as the headline states them; they add up to ``len(comparison.gates)``.
+
+    ``review`` counts the reviews that make the overall decision; ``underpowered`` the reviews
+    of underpowered gates that only inform (``gate.underpowered: inform``), shown but not deciding.
+    """
     gating = comparison.gating()
     counts = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
+    counts["underpowered"] = sum(informs_only(g, comparison.settings.underpowered) for g in gating)
+    counts["review"] -= counts["underpowered"]
     counts["not_gating"] = len(comparison.gates) - len(gating)
     return counts
 
@@ -448,21 +467,20 @@ def tally(comparison: Comparison) -> dict[str, int]:
 def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[_Row], list[_Row]]:
     """The gating block and review gates as table rows, in finding order: (first screen, rest).
 
-    The first screen holds every blocking row up to :data:`BLOCK_ROWS`, then reviews up to
-    :data:`ATTENTION_ROWS` rows in all; both lists keep the finding order.
+    The first screen holds every blocking row up to :data:`BLOCK_ROWS`, then the reviews that
+    decide, up to :data:`ATTENTION_ROWS` rows in all. Reviews of underpowered gates that only
+    inform go there only when nothing else does (a pass or a none: where the data is thin);
+    otherwise they fold below with the rest. Both lists keep the finding order.
     """
     rows = _findings(
         _rows(group_identical([g for g in comparison.gating() if g.decision in ("block", "review")], paired))
     )
     first = [r for r in rows if r.lead.decision == "block"][:BLOCK_ROWS]
-    # Reviews that make the overall decision review come before those of underpowered gates
-    # that only inform (gate.underpowered: inform).
     mode = comparison.settings.underpowered
-    reviews = [r for r in rows if r.lead.decision == "review"]
-    reviews.sort(
-        key=lambda r: not counts_toward_overall("review", r.lead.underpowered, mode, r.lead.hi, r.lead.margin)
-    )
-    first += reviews[: max(0, ATTENTION_ROWS - len(first))]
+    deciding = [r for r in rows if r.lead.decision == "review" and not informs_only(r.lead, mode)]
+    first += deciding[: max(0, ATTENTION_ROWS - len(first))]
+    if not first:
+        first = [r for r in rows if informs_only(r.lead, mode)][:ATTENTION_ROWS]
     chosen = {id(r) for r in first}
     return [r for r in rows if id(r) in chosen], [r for r in rows if id(r) not in chosen]
 
@@ -474,6 +492,7 @@ def _render_comparison(
     level_pct = _pct(comparison.settings.interval_confidence)
     scale = axis_extent((g for g in gates if g.decision != "skipped" and g.gating), 1.1)
     shown_first, overflow = attention(comparison, paired)
+    folded = [g for r in overflow for g in r.gates]
     overflow, more_attention = _take(overflow, limits.attention)
     passing = _findings(
         _rows(group_identical([g for g in gates if g.gating and g.decision == "pass"], paired))
@@ -504,7 +523,8 @@ def _render_comparison(
             candidate_commit=(comparison.candidate.commit or "unknown")[:12],
             attention=_table_rows(shown_first, scale, level_pct, settings.interval),
             overflow=_table_rows(overflow, scale, level_pct, settings.interval),
-            overflow_gates=sum(len(r.gates) for r in overflow),
+            folded_gates=len(folded),
+            folded_underpowered=sum(informs_only(g, settings.underpowered) for g in folded),
             more_attention=more_attention,
             passing=_table_rows(shown_passing, scale, level_pct, settings.interval),
             passing_gates=counts["pass"],

@@ -23,7 +23,8 @@ def render_terminal(
     lines = [
         f"ragproof compare: {comparison.overall}: {inert_text(why_line(comparison))}",
         f"  {len(comparison.gates)} gates: {counts['block']} block, {counts['review']} review, "
-        f"{counts['pass']} pass, {counts['skipped']} skipped, {counts['not_gating']} not gating",
+        + (f"{counts['underpowered']} underpowered, " if counts["underpowered"] else "")
+        + f"{counts['pass']} pass, {counts['skipped']} skipped, {counts['not_gating']} not gating",
     ]
     first, rest = attention(comparison, paired)
     for row in first:
