@@ -255,7 +255,8 @@ def test_any_text_round_trips(tmp_path: Path, texts: list[str]) -> None:
         Row(case_id=f"{i}:{t}", position=i, kind="qa", tags=[t], status="ok", answer=Answer(text=t))
         for i, t in enumerate(texts)
     ]
-    out = write_artifact(tmp_path / "rt", _meta(), rows, _summary(len(rows)))
+    dataset = DatasetInfo(path="cases.jsonl", sha256="a" * 64, case_count=len(rows))
+    out = write_artifact(tmp_path / "rt", _meta(dataset=dataset), rows, _summary(len(rows)))
     assert read_artifact(out).rows == rows
 
 

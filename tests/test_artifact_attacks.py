@@ -277,3 +277,35 @@ def test_bad_utf8_in_a_row_names_the_line(tmp_path: Path, good: dict[str, bytes]
     rows[1] = rows[1].replace(b"case-01", b"case-\xff1")
     path = _zip(tmp_path / "utf8.zip", {**good, ROWS_FILE: b"\n".join(rows)})
     assert_refused(path, f"{path}/{ROWS_FILE}:2: not UTF-8 text")
+
+
+def test_many_small_distinct_rows_are_refused_beyond_the_case_count(
+    tmp_path: Path, good: dict[str, bytes]
+) -> None:
+    # A million valid rows of 50 bytes (~1 KB each once parsed): formerly read whole, about 1 GB
+    # of memory, all under the 1 GB cap of rows.jsonl. One row a case: row 21 of a 20-case run.
+    path = tmp_path / "rows.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(RUN_FILE, good[RUN_FILE])
+        archive.writestr(SUMMARY_FILE, good[SUMMARY_FILE])
+        with archive.open(ROWS_FILE, "w", force_zip64=True) as member:
+            member.write(good[ROWS_FILE])
+            for start in range(0, 1_000_000, 10_000):
+                member.write(
+                    "".join(
+                        f'{{"case_id":"x{i}","kind":"qa","status":"ok"}}\n' for i in range(start, start + 10_000)
+                    ).encode()
+                )
+    assert json.loads(good[RUN_FILE])["dataset"]["case_count"] == 20
+    assert_refused(path, f"{path}/{ROWS_FILE}:21: more rows than run.json's dataset.case_count 20")
+
+
+def test_a_case_count_beyond_the_limit_is_refused_from_run_json(tmp_path: Path, good: dict[str, bytes]) -> None:
+    from gate.model.dataset import MAX_CASES
+
+    meta = json.loads(good[RUN_FILE])
+    meta["dataset"]["case_count"] = MAX_CASES + 1
+    path = _zip(tmp_path / "count.zip", {**good, RUN_FILE: json.dumps(meta).encode()})
+    assert_refused(
+        path, f"{path}/{RUN_FILE}: dataset.case_count: Input should be less than or equal to {MAX_CASES}"
+    )

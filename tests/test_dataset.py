@@ -287,3 +287,13 @@ def test_property_any_text_round_trips_through_write_and_load(tmp_path: Path, qu
     loaded = load_dataset(out)
     assert loaded.cases == tuple(cases)
     assert loaded.sha256 == dataset_sha256(cases)
+
+
+def test_more_cases_than_the_limit_is_refused_naming_the_first_beyond_it(tmp_path: Path) -> None:
+    from gate.model.dataset import MAX_CASES
+
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(f'{{"id": "c{i}", "question": "q{i}?"}}\n' for i in range(MAX_CASES + 1)))
+    with pytest.raises(DataError) as caught:
+        load_dataset(path)
+    assert str(caught.value) == f"{path}:{MAX_CASES + 1}: more than the 200,000 cases a dataset may hold"

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gate.core.strict import StrictModel
-from gate.model.dataset import Case
+from gate.model.dataset import MAX_CASES, Case
 from gate.model.records import Answer, Chunk, MetricResult
 
 SCHEMA_VERSION = 1
@@ -47,7 +47,7 @@ class DatasetInfo(StrictModel):
     path: str
     sha256: str
     version: str | None = None
-    case_count: int
+    case_count: int = Field(ge=0, le=MAX_CASES)
 
 
 class JudgeInfo(StrictModel):

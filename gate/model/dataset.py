@@ -71,6 +71,12 @@ FOREIGN_CASE_FIELDS: dict[str, str] = {
 }
 
 
+# The most cases a dataset (and so a run artifact) may hold: far above what a gate runs on a pull
+# request, and a bound on the memory of reading an artifact (~1 KB a row as parsed), which a
+# pull request may have written.
+MAX_CASES = 200_000
+
+
 class Case(StrictModel):
     """One evaluation case. Unknown fields are rejected to catch typos like ``expected_source_id``."""
 
@@ -209,7 +215,12 @@ def _read_yaml(path: Path, text: str) -> tuple[list[tuple[Any, str]], list[LineO
 def parse_cases(
     records: list[tuple[Any, str]], locators: Sequence[LineOf | None] | None = None
 ) -> tuple[Case, ...]:
-    """Validated cases; ``locators[i]`` (optional) names the source line of record i's fields."""
+    """Validated cases; ``locators[i]`` (optional) names the source line of record i's fields.
+
+    More than :data:`MAX_CASES` records is a DataError naming the first one beyond it.
+    """
+    if len(records) > MAX_CASES:
+        raise DataError(f"{records[MAX_CASES][1]}: more than the {MAX_CASES:,} cases a dataset may hold")
     cases: list[Case] = []
     seen: dict[str, str] = {}
     for i, (raw, where) in enumerate(records):

@@ -36,7 +36,7 @@ from gate.model.artifact import (
     RunMeta,
     Summary,
 )
-from gate.model.dataset import Case, dataset_sha256, jsonl_records, parse_cases
+from gate.model.dataset import MAX_CASES, Case, dataset_sha256, jsonl_records, parse_cases
 from gate.run.zipread import open_zip, read_zip_member, zip_member_stream, zip_members
 
 # Caps for reading an artifact, which may come from an untrusted pull request. Every cap
@@ -323,13 +323,14 @@ def _range_text(bounds: tuple[float, float]) -> str:
     return "finite" if bounds == _FINITE else f"within [{bounds[0]:g}, {bounds[1]:g}]"
 
 
-def parse_rows(stream: IO[bytes], where: str, cap: int | None = None) -> list[Row]:
+def parse_rows(stream: IO[bytes], where: str, cap: int | None = None, max_rows: int = MAX_CASES) -> list[Row]:
     """``rows.jsonl`` read from ``stream`` line by line, one :class:`Row` per non-blank line.
 
     DataError names ``where:LINE`` for a malformed line, a field that fails validation, a
-    duplicate ``case_id`` or a metric value that is not finite or outside the metric's range
-    (the registry's ``value_range``; a metric it does not know must be finite); also for the
-    limits of :func:`_lines`.
+    duplicate ``case_id``, a row beyond ``max_rows`` (run.json's case count: one row a case at
+    most, which bounds the memory of a hostile file of many small rows) or a metric value that
+    is not finite or outside the metric's range (the registry's ``value_range``; a metric it
+    does not know must be finite); also for the limits of :func:`_lines`.
     """
     validate = Row.__pydantic_validator__.validate_json
     cap = MAX_FILE_BYTES[ROWS_FILE] if cap is None else cap
@@ -339,6 +340,8 @@ def parse_rows(stream: IO[bytes], where: str, cap: int | None = None) -> list[Ro
     first_line: dict[str, int] = {}
     with _collector_paused():
         for lineno, line in _lines(stream, where, cap):
+            if len(rows) == max_rows:
+                raise DataError(f"{where}:{lineno}: more rows than run.json's dataset.case_count {max_rows}")
             try:
                 row: Row = validate(line, strict=True)
             except ValidationError as exc:
@@ -413,7 +416,7 @@ def parse_artifact(
     )
     _check_summary(summary, where[SUMMARY_FILE])
     with open_rows() as stream:
-        rows = parse_rows(stream, where[ROWS_FILE])
+        rows = parse_rows(stream, where[ROWS_FILE], max_rows=meta.dataset.case_count)
     cases = None
     dataset = read_optional(DATASET_FILE) if read_optional is not None else None
     if dataset is not None:
