@@ -133,6 +133,27 @@ def test_a_policy_change_on_an_equal_pipeline_is_review_not_pass(
     assert server.state.check_runs[0]["conclusion"] == "action_required"
 
 
+def test_the_variables_the_pipeline_may_see_are_the_baselines_choice(
+    tmp_path: Path, server: GitHubServer
+) -> None:
+    """A secret the workflow passes in env: (for another step) stays out when only the PR lists it."""
+    workspace = _project(tmp_path)
+    _edit_config(workspace, lambda d: d["adapter"]["env_passthrough"].append("DEPLOY_PASSWORD"))
+    result = _pr(tmp_path, server, extra_env={"DEPLOY_PASSWORD": "hunter2"})
+    assert result.returncode == 0, result.stderr
+    seen = json.loads((workspace / "seen-env.json").read_text())
+    assert seen["DEPLOY_PASSWORD"] is False
+    assert result.outputs["decision"] == "review"  # a pass, but the pull request changed the policy
+    body = _ours(server.state)[0]["body"]
+    assert md_escape(
+        "adapter.env_passthrough adds DEPLOY_PASSWORD, which the baseline's configuration does not pass "
+        "to the pipeline: ignored until merged."
+    ) in body
+    # the names the baseline lists still reach the pipeline (the fixture's own PIPELINE_* variables)
+    rows = [json.loads(x) for x in (workspace / ".ragproof" / "run" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 20 and {r["status"] for r in rows} == {"ok"}
+
+
 def test_an_unchanged_policy_passes(tmp_path: Path, server: GitHubServer) -> None:
     _project(tmp_path)
     result = _pr(tmp_path, server)

@@ -191,6 +191,7 @@ def test_pull_request_comments_and_checks_the_head_commit(tmp_path: Path, server
         "INPUT_GITHUB-TOKEN": False,
         "ACTIONS_RUNTIME_TOKEN": False,
         "OPENAI_API_KEY": False,
+        "DEPLOY_PASSWORD": False,
     }
     assert all(b["authorization"] is None for b in state.blob_requests) and state.blob_requests
     assert not any(r["path"] == "/user" for r in state.requests)  # 403 for installation tokens

@@ -17,7 +17,10 @@ the **baseline run** (made on the default branch, found by :mod:`gate.github.bas
   of the checkout.
 
 Only the adapter (how the pull request's pipeline is called) is the pull request's, with
-``adapter.env_passthrough`` stripped of every withheld credential.
+``adapter.env_passthrough`` stripped of every withheld credential and, with a baseline, of every
+name the baseline's own ``adapter.env_passthrough`` does not list: which of the job's variables
+the pipeline may see is the default branch's choice (an addition is reported, and applies after
+merge).
 
 Where the pull request's own file or dataset differ from the baseline's,
 :class:`PolicyChange` lists exactly what: dotted keys with old -> new values, cases added,
@@ -228,9 +231,19 @@ def trusted_policy(
     data["run"] = {**(data.get("run") or {}), "store": str(store_dir / "store.sqlite")}
     effective_judge_key = str(judge_section.get("api_key_env") or "OPENAI_API_KEY")
     adapter = dict(data["adapter"])
-    adapter["env_passthrough"] = _passthrough(
+    names = _passthrough(
         list(adapter.get("env_passthrough") or []), effective_judge_key, pull.judge.api_key_env, change
     )
+    if source == "baseline" and recorded is not None:
+        trusted = set((recorded.get("adapter") or {}).get("env_passthrough") or [])
+        added = [name for name in names if name not in trusted]
+        if added:
+            change.problems.append(
+                f"adapter.env_passthrough adds {', '.join(added)}, which the baseline's configuration does not "
+                "pass to the pipeline: ignored until merged."
+            )
+        names = [name for name in names if name in trusted]
+    adapter["env_passthrough"] = names
     data["adapter"] = adapter
     config = validated(Config, data, "policy from the baseline run (run.json config)", UsageError)
     config.base_dir = pull.base_dir
