@@ -323,3 +323,36 @@ def test_the_why_line_of_a_review_counts_the_gates_that_decide() -> None:
     data["settings"]["underpowered"] = "review"  # then every review decides
     every = Comparison.model_validate({**data, "overall": "review", "gates": gates})
     assert why_line(every).startswith("nothing blocks, but 4 gates are inconclusive: answer.token_f1 on ")
+
+
+def test_gating_metrics_scored_in_neither_run_are_named_in_every_report() -> None:
+    """A pass that compared them not is said next to the decision (comment, terminal, HTML)."""
+    import html
+
+    from gate.report.html import render_compare_html
+    from gate.report.markdown import report_warnings
+    from gate.report.terminal import render_terminal
+
+    never = "answer.token_f1"
+    rows = [row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0, never: None}) for i in range(20)]
+    base, cand = artifact(meta("b"), rows), artifact(meta("c"), rows)
+    config = GateConfig(metrics={"judge.faithfulness": {"min": 0.5}})
+    result = compare_runs(base, cand, config)
+    assert result.overall == "pass" and result.unscored == [never, "judge.faithfulness"]
+    line = (
+        "not compared: answer.token_f1, judge.faithfulness: gating metrics scored in neither run "
+        "(not run, or undefined on every case): they decide nothing here"
+    )
+    assert report_warnings(result) == [line]
+    markdown = render_markdown(result, baseline=base, candidate=cand)
+    assert f"> ⚠️ {md_escape(line)}" in markdown
+    assert markdown.index("✅ Passed") < markdown.index(md_escape(line)) < markdown.index("What now?")
+    assert f"  warning: {line}" in render_terminal(result).splitlines()
+    assert f'<p class="decision-review">⚠ {html.escape(line, quote=False)}</p>' in render_compare_html(
+        result, base, cand
+    )
+    one = compare_runs(base, cand, GateConfig())
+    assert report_warnings(one) == [
+        "not compared: answer.token_f1: a gating metric scored in neither run "
+        "(not run, or undefined on every case): it decides nothing here"
+    ]

@@ -25,7 +25,7 @@ from importlib.resources import files
 from gate.decision.comparison import Comparison, GateResult
 from gate.model.artifact import RunArtifact, error_groups
 from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
-from gate.report.markdown import DECISION_ICON, attention, short_reason, tally, why_line
+from gate.report.markdown import DECISION_ICON, attention, report_warnings, short_reason, tally, why_line
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 PLOT_WIDTH = 420  # px of the Δ axis
@@ -240,6 +240,7 @@ def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate
         .render(
             c=comparison,
             why=why_line(comparison),
+            warnings=report_warnings(comparison),
             tally=tally(comparison),
             attention=first,
             more_attention=sum(len(r.gates) for r in rest),

@@ -442,6 +442,24 @@ def _take(items: list, limit: int | None) -> tuple[list, int]:
     return items[:limit], len(items) - limit
 
 
+MAX_UNSCORED_NAMED = 10
+
+
+def report_warnings(comparison: Comparison) -> list[str]:
+    """The comparison's warnings, then one naming the gating metrics scored in neither run
+    (``unscored``: not run, or undefined on every case), which decide nothing."""
+    lines = list(comparison.warnings)
+    names = comparison.unscored
+    if names:
+        shown = ", ".join(names[:MAX_UNSCORED_NAMED]) + (", …" if len(names) > MAX_UNSCORED_NAMED else "")
+        many = len(names) != 1
+        lines.append(
+            f"not compared: {shown}: {'gating metrics' if many else 'a gating metric'} scored in neither run "
+            f"(not run, or undefined on every case): {'they decide' if many else 'it decides'} nothing here"
+        )
+    return lines
+
+
 def informs_only(gate: GateResult, mode: str) -> bool:
     """A review that does not make the overall decision: an underpowered gate's, under
     ``gate.underpowered: inform`` (see :func:`gate.decision.decide.counts_toward_overall`)."""
@@ -512,6 +530,7 @@ def _render_comparison(
             ctx=context,
             headline=HEADLINE[comparison.overall],
             why=why_line(comparison, level_pct),
+            warnings=report_warnings(comparison),
             tally=counts,
             total=len(gates),
             level_pct=level_pct,

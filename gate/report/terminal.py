@@ -10,7 +10,7 @@ from __future__ import annotations
 from gate.decision.comparison import Comparison
 from gate.model.artifact import RunArtifact
 from gate.report.cases import PairedCases
-from gate.report.markdown import attention, inert_text, short_reason, tally, why_line
+from gate.report.markdown import attention, inert_text, report_warnings, short_reason, tally, why_line
 from gate.report.templating import fmt_interval, fmt_num, fmt_signed
 
 
@@ -39,5 +39,5 @@ def render_terminal(
         lines.append(
             f"  … {more} more gate{'s' if more != 1 else ''} to review in the Markdown and JSON reports"
         )
-    lines += [f"  warning: {inert_text(w)}" for w in comparison.warnings]
+    lines += [f"  warning: {inert_text(w)}" for w in report_warnings(comparison)]
     return "\n".join(lines)
