@@ -392,3 +392,16 @@ def test_gating_metrics_scored_on_no_case_are_named():
     assert result.overall == "pass" and result.overall_reason is None
     assert result.unscored == [never, "judge.faithfulness"]
     assert result.warnings == []
+
+
+def test_composites_of_runs_without_weights_are_skipped_by_design_not_unscored():
+    rows = [row(f"q{i}", {HIT: 1.0, "composite.trust": None}) for i in range(20)]
+    plain = {"run": {"metrics": "all"}}  # the recorded configuration: no composite section
+
+    def unscored(config: dict | None) -> list[str]:
+        runs = [artifact(meta(name, config=config), rows) for name in ("b", "c")]
+        return compare_runs(*runs, GateConfig()).unscored
+
+    assert unscored(plain) == []
+    assert unscored({**plain, "composite": {"weights": {HIT: 1.0}}}) == ["composite.trust"]
+    assert unscored(None) == ["composite.trust"]  # an older run: unknown, so said

@@ -167,12 +167,16 @@ def _unscored(
     gate section names (``gate.include`` entries, ``gate.metrics`` keys) that neither run has."""
     names = _metric_names(baseline, candidate)
     specs = registry()
-    # Judge metrics of runs without a judge are skipped by design ("no judge configured").
+    # Skipped by design, not missing: judge metrics of runs without a judge ("no judge
+    # configured"), composites of runs without composite.weights ("not configured").
     judged = bool(baseline.meta.judge.model or candidate.meta.judge.model)
+    weighted = any(_composite_weighted(run) for run in (baseline, candidate))
     out = []
     for name in names:
         spec = specs.get(name)
         if spec is not None and spec.kind == "judge" and not judged:
+            continue
+        if name.startswith("composite.") and not weighted:
             continue
         hib, by_default, categorical = _direction(name, baseline, candidate)
         policy = metric_policy(
@@ -184,6 +188,15 @@ def _unscored(
     named += [n for n, o in gate_config.metrics.items() if o.gate]
     out += [n for n in dict.fromkeys(named) if n != FAILURE_RATE_METRIC and n not in names]
     return out
+
+
+def _composite_weighted(run: RunArtifact) -> bool:
+    """Whether the run's recorded configuration gives composite weights (unknown: assume so)."""
+    config = run.meta.config
+    if config is None:
+        return True
+    composite = config.get("composite")
+    return isinstance(composite, dict) and bool(composite.get("weights"))
 
 
 def _nothing_compared(gates: list[GateResult], paired: PairedRuns, min_pairs: int) -> str:
