@@ -5,6 +5,9 @@ relays; the servers record their clients' ports, so each request is seen coming 
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +34,7 @@ from gate.adapters.base import AdapterError
 from gate.core.environment import Environment
 from gate.core.errors import JudgeError
 from gate.core.network import NetworkSettings
+from gate.github.client import GitHubAPIError, GitHubClient
 from gate.judge.session import build_judge
 from gate.model.config import parse_config
 
@@ -175,8 +179,45 @@ def test_without_the_ca_bundle_tls_to_github_fails_with_one_line(tmp_path: Path,
         result = _gate_pull_request(tmp_path, server, {})
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("ragproof: error:")]
-    assert errors == [f"ragproof: error: GitHub API repos.get: cannot reach {server.url} (SSLError)"]
+    assert errors == [
+        f"ragproof: error: GitHub API repos.get: cannot reach {server.url} (SSLError): its TLS certificate "
+        "is not trusted; for a private CA set REQUESTS_CA_BUNDLE or SSL_CERT_FILE to the CA bundle"
+    ]
     assert state.requests == []
+
+
+def test_an_untrusted_certificate_is_not_retried(ca: PrivateCA) -> None:
+    """Each attempt is a TCP connection to this listener; a certificate fails the same way every
+    time, so the client gives up after the first (a 5xx or a dropped connection is retried)."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+    listener.settimeout(0.1)
+    connections: list[int] = []
+    done = threading.Event()
+
+    def serve() -> None:
+        context = ca.server_context()
+        while not done.is_set():
+            try:
+                sock, _ = listener.accept()
+            except TimeoutError:
+                continue
+            connections.append(1)
+            with contextlib.suppress(OSError), context.wrap_socket(sock, server_side=True):
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"https://127.0.0.1:{listener.getsockname()[1]}"
+    client = GitHubClient(api_url=url, repository="acme/rag", token="t", backoff_factor=0.01)
+    try:
+        with pytest.raises(GitHubAPIError) as caught:
+            client.call("repos.get")
+    finally:
+        done.set()
+        thread.join(5)
+        listener.close()
+    assert str(caught.value).startswith(f"GitHub API repos.get: cannot reach {url} (SSLError): its TLS")
+    assert len(connections) == 1
 
 
 # -- the judge client ------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,6 +111,21 @@ def requested_wait(headers: Any, now: float | None = None) -> float | None:
     return None
 
 
+def untrusted_certificate(error: BaseException) -> bool:
+    """Whether ``error`` (urllib3's or requests') is a TLS certificate that failed verification."""
+    seen: set[int] = set()
+    todo: list[object] = [error]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, ssl.SSLCertVerificationError):
+            return True
+        todo += [*item.args, item.__cause__, item.__context__, getattr(item, "reason", None)]
+    return False
+
+
 class WaitBudget:
     """Seconds of retry waiting left, shared by every request of one client."""
 
@@ -148,6 +164,9 @@ class GitHubRetry(Retry):
             assert isinstance(retry, GitHubRetry)  # new() keeps the class
             return retry
 
+        if error is not None and untrusted_certificate(error):
+            # Not transient: the same certificate fails the same way on every attempt.
+            raise MaxRetryError(_pool, url or "", error)  # type: ignore[arg-type]
         if response is not None and error is None and response.status in RETRY_STATUSES | {403}:
             if not is_rate_limited(response.status, response.headers) and response.status == 403:
                 raise MaxRetryError(_pool, url or "", ResponseError("403 without a rate limit"))  # type: ignore[arg-type]
@@ -347,8 +366,14 @@ class GitHubClient:
                 endpoint = f"{request.method} {urlsplit(request.url or '').path}"
                 raise self._fail(endpoint, permission, exc.response) from None
             except requests.RequestException as exc:
+                hint = (
+                    ": its TLS certificate is not trusted; for a private CA set REQUESTS_CA_BUNDLE or "
+                    "SSL_CERT_FILE to the CA bundle"
+                    if untrusted_certificate(exc)
+                    else ""
+                )
                 raise GitHubAPIError(
-                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__})", endpoint=name
+                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__}){hint}", endpoint=name
                 ) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
