@@ -92,7 +92,7 @@ def test_an_acceptance_holds_for_its_commit_only(tmp_path: Path, server: GitHubS
     assert (check["head_sha"], check["conclusion"]) == (server.state.pulls[7]["head"]["sha"], "failure")
     body = _ours(server.state)[0]["body"]
     assert "ragproof:accepted" not in body
-    note = f"The label {LABEL} was applied by mia for an earlier commit: ignored for this one"
+    note = f"The label {LABEL} by mia does not accept this commit: an acceptance holds for the commit"
     assert md_escape(note) in body
     assert f"::notice title=ragproof::{note}" in pushed.stdout
     # another user's label event does not carry mia's acceptance over either
@@ -307,7 +307,7 @@ def test_in_the_fork_safe_pair_the_label_accepts_the_run_it_started(
     by_author = _workflow_run(tmp_path, state, {**event, "workflow_run": pushed})
     assert by_author.returncode == 1, by_author.stderr
     assert state.check_runs[-1]["conclusion"] == "failure"
-    assert md_escape(f"The label {LABEL} was applied by mia for an earlier commit") in _ours(state, 8)[0]["body"]
+    assert md_escape(f"The label {LABEL} by mia does not accept this commit") in _ours(state, 8)[0]["body"]
     rerun = {**pushed, "actor": user("mallory"), "triggering_actor": user("mia")}
     assert _workflow_run(tmp_path, state, {**event, "workflow_run": rerun}).returncode == 1
     started = {**pushed, "actor": user("mia"), "triggering_actor": user("mia")}

@@ -22,7 +22,8 @@ a later push needs a fresh look. A writer's label accepts the commit under test 
 - an earlier run accepted this very commit for that user: the sticky comment, written only by
   the token's own identity, records it on its second line (:func:`record_line`).
 
-Otherwise the label is for an earlier commit: ignored, and the report says to apply it again.
+Otherwise the label was given for another commit (or its run recorded nothing): ignored, and the
+report says to apply it again.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ class Acceptance:
             return f"Accepted by {self.actor} ({self.role} permission) with the label {self.label}."
         if self.earlier_commit:
             return (
-                f"The label {self.label} was applied by {self.actor} for an earlier commit: ignored for this "
-                "one (an acceptance holds for the commit it was given on; remove the label and apply it "
-                "again to accept this commit)."
+                f"The label {self.label} by {self.actor} does not accept this commit: an acceptance holds for "
+                "the commit it was given on (recorded by the run the label starts, so the workflow must run "
+                "on labeled); to accept this commit, remove the label and apply it again."
             )
         return (
             f"The label {self.label} was applied by {self.actor}, whose permission is {self.role or 'unknown'}: "
