@@ -25,6 +25,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from gate.decision.comparison import Comparison, GateResult
 from gate.decision.decide import FAILURE_RATE_METRIC
 from gate.model.artifact import Row, RunArtifact
@@ -104,25 +106,42 @@ class PairedCases:
             (base_by_id[r.case_id], r) for r in candidate.rows if r.case_id in base_by_id
         ]
         masks = slice_masks([cand for _, cand in self.pairs], comparison.settings.slices)
-        self.members: dict[str, list[int]] = {key: mask.nonzero()[0].tolist() for key, mask in masks.items()}
+        self._indices = {key: mask.nonzero()[0] for key, mask in masks.items()}
+        self.members: dict[str, list[int]] = {key: index.tolist() for key, index in self._indices.items()}
+        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._prints: dict[tuple[str, str], str] = {}
 
+    def _column(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """The metric's value for every pair in each run (NaN: not scored), computed once."""
+        if metric not in self._columns:
+            values = [(_value(b, metric), _value(c, metric)) for b, c in self.pairs]
+            base = np.array([math.nan if b is None else b for b, _ in values], dtype=np.float64)
+            cand = np.array([math.nan if c is None else c for _, c in values], dtype=np.float64)
+            self._columns[metric] = (base, cand)
+        return self._columns[metric]
+
+    def _scored(self, gate: GateResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The gate's pairs scored in both runs: their indices, baseline and candidate values."""
+        index = self._indices.get(gate.slice, np.zeros(0, dtype=np.intp))
+        base, cand = self._column(gate.metric)
+        b, c = base[index], cand[index]
+        keep = ~(np.isnan(b) | np.isnan(c))
+        return index[keep], b[keep], c[keep]
+
     def _paired(self, gate: GateResult) -> list[tuple[int, float, float]]:
-        out = []
-        for i in self.members.get(gate.slice, []):
-            base, cand = self.pairs[i]
-            b, c = _value(base, gate.metric), _value(cand, gate.metric)
-            if b is not None and c is not None:
-                out.append((i, b, c))
-        return out
+        index, b, c = self._scored(gate)
+        return list(zip(index.tolist(), b.tolist(), c.tolist(), strict=True))
 
     def fingerprint(self, gate: GateResult) -> str:
-        """A digest of the gate's paired case ids and their values in both runs."""
+        """A digest of the gate's paired cases (their positions among the pairs, which name the
+        case ids) and their values in both runs, as float64 bytes."""
         key = (gate.metric, gate.slice)
         if key not in self._prints:
+            index, b, c = self._scored(gate)
             digest = hashlib.sha256()
-            for i, b, c in self._paired(gate):
-                digest.update(f"{self.pairs[i][1].case_id}\0{b!r}\0{c!r}\n".encode())
+            for part in (index.astype(np.int64), b, c):
+                digest.update(np.ascontiguousarray(part).tobytes())
+                digest.update(b"\0")
             self._prints[key] = digest.hexdigest()
         return self._prints[key]
 
