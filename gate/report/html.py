@@ -25,7 +25,15 @@ from importlib.resources import files
 from gate.decision.comparison import Comparison, GateResult
 from gate.model.artifact import RunArtifact, error_groups
 from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
-from gate.report.markdown import DECISION_ICON, attention, report_warnings, short_reason, tally, why_line
+from gate.report.markdown import (
+    DECISION_ICON,
+    attention,
+    informs_only,
+    report_warnings,
+    short_reason,
+    tally,
+    why_line,
+)
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
 PLOT_WIDTH = 420  # px of the Δ axis
@@ -244,6 +252,9 @@ def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate
             tally=tally(comparison),
             attention=first,
             more_attention=sum(len(r.gates) for r in rest),
+            more_underpowered=sum(
+                informs_only(g, comparison.settings.underpowered) for r in rest for g in r.gates
+            ),
             icons=DECISION_ICON,
             short_reason=short_reason,
             panels=metric_panels(comparison),
