@@ -16,7 +16,7 @@ from pathlib import Path
 
 import test_cli_action as base
 from servers.github_server import GitHubServer, GitHubState, user
-from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project
+from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project, checkout
 
 from gate.github.flow import NO_BASELINE_CHECK
 from gate.report.escape import md_escape
@@ -105,6 +105,24 @@ def test_an_acceptance_holds_for_its_commit_only(tmp_path: Path, server: GitHubS
     renewed = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields=_labeled(LABEL, "mia"))
     assert renewed.returncode == 0, renewed.stderr
     assert renewed.outputs["accepted-by"] == "mia"
+
+
+def test_a_forged_record_of_an_acceptance_accepts_nothing(tmp_path: Path, server: GitHubServer) -> None:
+    """The record counts only on the token's own sticky comment: not in another user's comment,
+    nor in a bot's comment that quotes it below the first lines."""
+    server.state.roles["mia"] = "maintain"
+    server.state.label(7, LABEL, "mia")
+    _project(tmp_path)
+    head = checkout(tmp_path / "workspace")
+    record = f"<!-- ragproof:accepted sha={head} by=mia -->"
+    server.state.add_comment(7, f"{MARKER}\n{record}\n## ragproof: ✅ Passed", user("mallory"))
+    result = _pr(tmp_path, server, misses=WORSE, same_commit=True)  # synchronize, sent by the author
+    assert result.returncode == 1, result.stderr
+    assert "accepted-by" not in result.outputs
+    assert server.state.check_runs[-1]["conclusion"] == "failure"
+    # the forged comment is left alone; ours is a new one, and it records nothing
+    ours = [c for c in _ours(server.state) if c["user"]["login"] == "github-actions[bot]"]
+    assert len(ours) == 1 and "ragproof:accepted" not in ours[0]["body"]
 
 
 def test_a_labeled_event_sent_by_someone_else_accepts_nothing(tmp_path: Path, server: GitHubServer) -> None:
