@@ -111,7 +111,9 @@ def trust(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     return _composite(case, output, ctx, 1)
 
 
-@metric("composite.trust_arithmetic", kind="deterministic")
+# Shown beside composite.trust, not gated by default: an arithmetic mean lets strong dimensions
+# mask a collapsed one, which is why the gated composite is the geometric one.
+@metric("composite.trust_arithmetic", kind="deterministic", gate_by_default=False)
 def trust_arithmetic(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Weighted arithmetic mean of the configured components (undefined ones dropped, weights renormalised)."""
     return _composite(case, output, ctx, 0)
