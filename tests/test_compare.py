@@ -412,6 +412,6 @@ def test_the_arithmetic_composite_is_shown_but_does_not_gate_by_default():
     runs = [artifact(meta(name), rows) for name in ("b", "c")]
     gating = {g.metric: g.gating for g in compare_runs(*runs, GateConfig()).gates if g.metric.startswith("composite.")}
     assert gating == {"composite.trust": True, "composite.trust_arithmetic": False}
-    named = GateConfig(metrics={"composite.trust_arithmetic": {"gate": True}})
+    named = GateConfig(include=["composite.trust", "composite.trust_arithmetic"])
     (gate,) = [g for g in compare_runs(*runs, named).gates if g.metric == "composite.trust_arithmetic" and g.slice == "all"]
     assert gate.gating
