@@ -63,7 +63,7 @@ def test_compare_html_opens_with_the_decision_and_one_panel_per_metric():
     assert text.index('id="attention"') < text.index('id="metrics"') < text.index('id="explorer"')
     # the counts as the comment states them; the underpowered reviews fold into the panels
     assert "<strong>2 review</strong> · 10 underpowered (inform only) · 3 pass" in text
-    assert "10 more gates to review (10 underpowered, inform only), in the metric panels below." in text
+    assert "10 underpowered gates (inform only), in the metric panels below." in text
     panels = metric_panels(comparison)
     # attention first: the blocking metric, then review, then the rest
     assert [p["metric"] for p in panels] == [

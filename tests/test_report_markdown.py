@@ -67,7 +67,10 @@ def test_report_contents():
     assert text.index("| Gate | Baseline → candidate |") < first_details
     assert text.index("**What now?**") > text.rindex("</details>")
     # the counts add up to the --json gates
-    assert "24 gates: **3 block** · **2 review** · 10 underpowered (inform only) · 3 pass · 6 skipped <sub>" in text
+    assert (
+        "24 gates: **3 block** · **2 review** · 10 underpowered (inform only) · 3 pass · 6 skipped <sub>"
+        in text
+    )
     assert len(comparison.gates) == 24
     # all and kind=qa pair the same cases for answer.token_f1: one row naming both
     assert (
@@ -112,7 +115,10 @@ def test_identical_metrics_are_shown_once_and_every_count_agrees() -> None:
     assert "**answer.<wbr>exact\\_match = answer.<wbr>token\\_f1**<br>all = kind=qa = tags=topic:x |" in text
     # the failure rate's 40 unchanged pairs cannot rule out a 0.02 rise: a review, not a pass,
     # of an underpowered gate, which informs only
-    assert "9 gates: **6 block** · **0 review** · 3 underpowered (inform only) · 0 pass · 0 skipped <sub>" in text
+    assert (
+        "9 gates: **6 block** · **0 review** · 3 underpowered (inform only) · 0 pass · 0 skipped <sub>"
+        in text
+    )
     # without the runs nothing is grouped: six rows
     assert render_markdown(comparison).count("❌&nbsp;real&nbsp;drop") == 6
 
@@ -304,7 +310,9 @@ def test_the_why_line_of_a_review_counts_the_gates_that_decide() -> None:
     small = compare_runs(base, cand, GateConfig())
 
     def review(metric: str, lo: float, hi: float, *, underpowered: bool) -> dict:
-        gate = _gate(1).model_copy(update={"metric": metric, "lo": lo, "hi": hi, "underpowered": underpowered})
+        gate = _gate(1).model_copy(
+            update={"metric": metric, "lo": lo, "hi": hi, "underpowered": underpowered}
+        )
         return gate.model_dump()
 
     gates = [
@@ -356,3 +364,37 @@ def test_gating_metrics_scored_in_neither_run_are_named_in_every_report() -> Non
         "not compared: answer.token_f1: a gating metric scored in neither run "
         "(not run, or undefined on every case): it decides nothing here"
     ]
+
+
+def test_the_why_line_of_a_pass_says_what_was_decided() -> None:
+    from gate.report.markdown import why_line
+
+    base, cand = fixed_runs()
+    data = compare_runs(base, cand, GateConfig()).model_dump()
+    data["settings"]["underpowered"] = "inform"
+
+    def gate(decision: str, *, underpowered: bool) -> dict:
+        update = {"decision": decision, "underpowered": underpowered, "lo": -0.01, "hi": 0.03}
+        return _gate(1).model_copy(update=update).model_dump()
+
+    informing = [gate("review", underpowered=True), gate("review", underpowered=True)]
+    nothing = Comparison.model_validate({**data, "overall": "pass", "gates": informing})
+    assert why_line(nothing) == (
+        "no gate was decided at −margin 0.02: all 2 compared gates are underpowered (too few pairs "
+        "for the margin; see Power) and none lies wholly below it."
+    )
+    some = Comparison.model_validate(
+        {**data, "overall": "pass", "gates": [gate("pass", underpowered=False), *informing]}
+    )
+    assert (
+        why_line(some)
+        == "the one decided gate stays above −margin 0.02 at 95%; 2 underpowered gates inform only."
+    )
+    plain = Comparison.model_validate(
+        {**data, "overall": "pass", "gates": [gate("pass", underpowered=False)]}
+    )
+    assert why_line(plain) == "the one decided gate stays above −margin 0.02 at 95%."
+    two = Comparison.model_validate(
+        {**data, "overall": "pass", "gates": [gate("pass", underpowered=False)] * 2}
+    )
+    assert why_line(two) == "all 2 decided gates stay above −margin 0.02 at 95%."

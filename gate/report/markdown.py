@@ -226,10 +226,17 @@ def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
             f"may have dropped by more than the margin {g.margin:g}."
         )
     decided = sum(1 for g in gating if g.decision == "pass")
-    return (
-        f"all {decided} decided gate{'s' if decided != 1 else ''} stay above −margin "
-        f"{comparison.settings.margin:g} at {level}."
-    )
+    informing = sum(informs_only(g, comparison.settings.underpowered) for g in gating)
+    margin = f"−margin {comparison.settings.margin:g}"
+    if decided == 0 and informing:
+        # A pass by the rule (no gate decides against it), but nothing was shown to hold.
+        return (
+            f"no gate was decided at {margin}: all {informing} compared gate{'s are' if informing != 1 else ' is'} "
+            "underpowered (too few pairs for the margin; see Power) and none lies wholly below it."
+        )
+    more = f"; {informing} underpowered gate{'s' if informing != 1 else ''} inform only" if informing else ""
+    subject = "the one decided gate stays" if decided == 1 else f"all {decided} decided gates stay"
+    return f"{subject} above {margin} at {level}{more}."
 
 
 @dataclass
@@ -487,8 +494,8 @@ def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[
 
     The first screen holds every blocking row up to :data:`BLOCK_ROWS`, then the reviews that
     decide, up to :data:`ATTENTION_ROWS` rows in all. Reviews of underpowered gates that only
-    inform go there only when nothing else does (a pass or a none: where the data is thin);
-    otherwise they fold below with the rest. Both lists keep the finding order.
+    inform never do: they need no one's attention to pass, so they fold below with the rest
+    (a pass shows no table). Both lists keep the finding order.
     """
     rows = _findings(
         _rows(group_identical([g for g in comparison.gating() if g.decision in ("block", "review")], paired))
@@ -497,8 +504,6 @@ def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[
     mode = comparison.settings.underpowered
     deciding = [r for r in rows if r.lead.decision == "review" and not informs_only(r.lead, mode)]
     first += deciding[: max(0, ATTENTION_ROWS - len(first))]
-    if not first:
-        first = [r for r in rows if informs_only(r.lead, mode)][:ATTENTION_ROWS]
     chosen = {id(r) for r in first}
     return [r for r in rows if id(r) in chosen], [r for r in rows if id(r) not in chosen]
 
