@@ -107,6 +107,24 @@ def test_an_acceptance_holds_for_its_commit_only(tmp_path: Path, server: GitHubS
     assert renewed.outputs["accepted-by"] == "mia"
 
 
+def test_a_label_applied_while_the_commit_passes_is_recorded_for_it(tmp_path: Path, server: GitHubServer) -> None:
+    """Labeled on a passing commit: nothing to accept yet, but the record is kept, so a later run
+    of the same commit that blocks (here the pipeline's behaviour changes through the job's
+    environment, not its code) is accepted."""
+    server.state.roles["mia"] = "write"
+    server.state.label(7, LABEL, "mia")
+    passing = _pr(tmp_path, server, event_fields=_labeled(LABEL, "mia"))
+    assert passing.returncode == 0 and passing.outputs["decision"] == "pass"
+    assert "accepted-by" not in passing.outputs
+    body = _ours(server.state)[0]["body"]
+    head = server.state.pulls[7]["head"]["sha"]
+    assert body.splitlines()[1] == f"<!-- ragproof:accepted sha={head} by=mia -->"
+    assert "Accepted by" not in body  # no acceptance to state on a pass
+    worse = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields={"action": "reopened"})
+    assert worse.returncode == 0, worse.stderr
+    assert (worse.outputs["decision"], worse.outputs["accepted-by"]) == ("block", "mia")
+
+
 def test_a_forged_record_of_an_acceptance_accepts_nothing(tmp_path: Path, server: GitHubServer) -> None:
     """The record counts only on the token's own sticky comment: not in another user's comment,
     nor in a bot's comment that quotes it below the first lines."""

@@ -716,9 +716,13 @@ class ActionFlow:
                     # A policy change needs a human: it never passes silently.
                     decision = "review"
                     comparison = comparison.model_copy(update={"overall": decision})
-                accepted = self.acceptance(target) if decision in ("review", "block") else None
+                decides = decision in ("review", "block")
+                # A label applied while the commit passes is recorded too: a later run of the same
+                # commit that reviews (against a newer baseline, say) keeps the acceptance.
+                labeled_now = self.trigger().labeled_by is not None
+                accepted = self.acceptance(target) if decides or labeled_now else None
                 first = [*change_notes]
-                if accepted is not None and accepted.note():
+                if decides and accepted is not None and accepted.note():
                     first.insert(0, accepted.note() or "")
                 runs = {"baseline": search.baseline.artifact, "candidate": candidate}
                 report = render_markdown(comparison, context=context, **runs) + self._notes(search, *first)
@@ -733,13 +737,14 @@ class ActionFlow:
                     text=render_gate_table(comparison, **runs),
                 )
                 if accepted is not None and accepted.accepted and accepted.actor:
-                    result.accept(accepted.actor, f"✅ Accepted by {accepted.actor} · {title}")
+                    if decides:
+                        result.accept(accepted.actor, f"✅ Accepted by {accepted.actor} · {title}")
                     # the record that lets a later run of this same commit keep the acceptance
                     tag = marker(self.inputs.check_name)
                     body = result.report.lstrip()
                     rest = body[len(tag) :].lstrip("\n") if body.startswith(tag) else body
                     result.report = f"{tag}\n{record_line(target.head_sha, accepted.actor)}\n{rest}"
-                elif accepted is not None and accepted.actor is not None:
+                elif decides and accepted is not None and accepted.actor is not None:
                     self.commands.notice(accepted.note() or "", title="ragproof")
         result.outputs["policy-changed"] = "true" if policy.change.changed else "false"
         self.publish(result, target)
