@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gate.github.accept import LabelEvent, Trigger, record_line, recorded_acceptance
+from gate.github.accept import LabelEvent, Trigger, record_line, recorded_acceptance, with_record
 
 SHA = "ab" * 20
 MARK = "<!-- ragproof:ragproof -->"
@@ -38,3 +38,12 @@ def test_what_started_the_run() -> None:
     assert not Trigger(started_by="mia", started_at=earlier).applied(label)
     assert not Trigger(started_by="mallory", started_at=later).applied(label)
     assert not Trigger(started_by="mia", started_at=later).applied(LabelEvent("mia", None))
+
+
+def test_the_record_goes_on_the_second_line_after_the_marker() -> None:
+    record = record_line(SHA, "mia")
+    report = f"{MARK}\n## ragproof: ❌ Blocked\n"
+    assert with_record(report, MARK, SHA, "mia") == f"{MARK}\n{record}\n## ragproof: ❌ Blocked\n"
+    # a report without the marker gets it (as the comment would), then the record
+    assert with_record("## ragproof\n", MARK, SHA, "mia") == f"{MARK}\n{record}\n## ragproof\n"
+    assert recorded_acceptance(with_record(report, MARK, SHA, "mia")) == (SHA, "mia")

@@ -106,6 +106,13 @@ def record_line(head_sha: str, actor: str) -> str:
     return f"<!-- ragproof:accepted sha={head_sha} by={actor} -->"
 
 
+def with_record(report: str, tag: str, head_sha: str, actor: str) -> str:
+    """``report`` with the sticky comment's marker ``tag`` first and the record on line 2."""
+    body = report.lstrip()
+    rest = body[len(tag) :].lstrip("\n") if body.startswith(tag) else body
+    return f"{tag}\n{record_line(head_sha, actor)}\n{rest}"
+
+
 def recorded_acceptance(body: str | None) -> tuple[str, str] | None:
     """(sha, actor) from the second line of our own sticky comment, if it records an acceptance.
 

@@ -48,7 +48,7 @@ from gate.core.errors import (
     UsageError,
 )
 from gate.decision.decide import Outcome, exit_code_for
-from gate.github.accept import Acceptance, Trigger, find_acceptance, record_line, recorded_acceptance
+from gate.github.accept import Acceptance, Trigger, find_acceptance, recorded_acceptance, with_record
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -741,9 +741,7 @@ class ActionFlow:
                         result.accept(accepted.actor, f"✅ Accepted by {accepted.actor} · {title}")
                     # the record that lets a later run of this same commit keep the acceptance
                     tag = marker(self.inputs.check_name)
-                    body = result.report.lstrip()
-                    rest = body[len(tag) :].lstrip("\n") if body.startswith(tag) else body
-                    result.report = f"{tag}\n{record_line(target.head_sha, accepted.actor)}\n{rest}"
+                    result.report = with_record(result.report, tag, target.head_sha, accepted.actor)
                 elif decides and accepted is not None and accepted.actor is not None:
                     self.commands.notice(accepted.note() or "", title="ragproof")
         result.outputs["policy-changed"] = "true" if policy.change.changed else "false"
