@@ -120,6 +120,10 @@ def test_a_label_applied_while_the_commit_passes_is_recorded_for_it(tmp_path: Pa
     head = server.state.pulls[7]["head"]["sha"]
     assert body.splitlines()[1] == f"<!-- ragproof:accepted sha={head} by=mia -->"
     assert "Accepted by" not in body  # no acceptance to state on a pass
+    # a run of another event on the same passing commit keeps the record
+    again = _pr(tmp_path, server, same_commit=True, event_fields={"action": "reopened"})
+    assert again.outputs["decision"] == "pass"
+    assert _ours(server.state)[0]["body"].splitlines()[1] == f"<!-- ragproof:accepted sha={head} by=mia -->"
     worse = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields={"action": "reopened"})
     assert worse.returncode == 0, worse.stderr
     assert (worse.outputs["decision"], worse.outputs["accepted-by"]) == ("block", "mia")

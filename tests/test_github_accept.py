@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from gate.github.accept import LabelEvent, Trigger, record_line, recorded_acceptance, with_record
+from gate.github.accept import (
+    LabelEvent,
+    Trigger,
+    carried_record,
+    record_line,
+    recorded_acceptance,
+    with_record,
+)
 
 SHA = "ab" * 20
 MARK = "<!-- ragproof:ragproof -->"
@@ -47,3 +54,14 @@ def test_the_record_goes_on_the_second_line_after_the_marker() -> None:
     # a report without the marker gets it (as the comment would), then the record
     assert with_record("## ragproof\n", MARK, SHA, "mia") == f"{MARK}\n{record}\n## ragproof\n"
     assert recorded_acceptance(with_record(report, MARK, SHA, "mia")) == (SHA, "mia")
+
+
+def test_a_record_is_carried_to_the_next_report_of_the_same_commit_only() -> None:
+    previous = with_record(f"{MARK}\n## old\n", MARK, SHA, "mia")
+    report = f"{MARK}\n## new\n"
+    assert carried_record(report, previous, SHA, MARK) == with_record(report, MARK, SHA, "mia")
+    assert carried_record(report, previous, "cd" * 20, MARK) == report  # another commit
+    assert carried_record(report, None, SHA, MARK) == report  # no comment yet
+    assert carried_record(report, f"{MARK}\n## old\n", SHA, MARK) == report  # no record in it
+    newer = with_record(report, MARK, SHA, "rex")  # the report's own record wins
+    assert carried_record(newer, previous, SHA, MARK) == newer

@@ -113,6 +113,15 @@ def with_record(report: str, tag: str, head_sha: str, actor: str) -> str:
     return f"{tag}\n{record_line(head_sha, actor)}\n{rest}"
 
 
+def carried_record(report: str, previous: str | None, head_sha: str, tag: str) -> str:
+    """``report`` keeping the record of the comment it replaces when that record is for the same
+    commit (a run of another event on an accepted commit must not drop it); else unchanged."""
+    kept = recorded_acceptance(previous)
+    if kept is None or kept[0] != head_sha or recorded_acceptance(report) is not None:
+        return report
+    return with_record(report, tag, *kept)
+
+
 def recorded_acceptance(body: str | None) -> tuple[str, str] | None:
     """(sha, actor) from the second line of our own sticky comment, if it records an acceptance.
 

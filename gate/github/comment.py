@@ -58,9 +58,16 @@ def upsert_comment(
     client: GitHubClient, pr_number: int, check_name: str, body: str, *, author: str = BOT_LOGIN
 ) -> CommentResult:
     """Create or update the sticky comment; ``body`` gets the marker prepended if missing."""
+    existing = find_comment(client, pr_number, check_name, author=author)
+    return write_comment(client, pr_number, check_name, body, existing)
+
+
+def write_comment(
+    client: GitHubClient, pr_number: int, check_name: str, body: str, existing: IssueComment | None
+) -> CommentResult:
+    """Update ``existing`` (the sticky comment :func:`find_comment` returned) or post a new one."""
     tag = marker(check_name)
     text = body if body.lstrip().startswith(tag) else f"{tag}\n{body}"
-    existing = find_comment(client, pr_number, check_name, author=author)
     try:
         if existing is not None:
             try:

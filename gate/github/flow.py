@@ -48,7 +48,14 @@ from gate.core.errors import (
     UsageError,
 )
 from gate.decision.decide import Outcome, exit_code_for
-from gate.github.accept import Acceptance, Trigger, find_acceptance, recorded_acceptance, with_record
+from gate.github.accept import (
+    Acceptance,
+    Trigger,
+    carried_record,
+    find_acceptance,
+    recorded_acceptance,
+    with_record,
+)
 from gate.github.baseline import (
     BaselineSearch,
     fetch_artifact,
@@ -58,7 +65,7 @@ from gate.github.baseline import (
 )
 from gate.github.checks import Conclusion, ReviewConclusion, conclusion_for, create_check_run
 from gate.github.client import GitHubAPIError, GitHubClient
-from gate.github.comment import find_comment, marker, upsert_comment
+from gate.github.comment import find_comment, marker, write_comment
 from gate.github.context import GitHubContext
 from gate.github.models import PullRequest, Repository, WorkflowRun
 from gate.github.policy import TrustedPolicy, judge_overrides, trusted_policy
@@ -761,13 +768,11 @@ class ActionFlow:
         failures: list[str] = []
         if self.inputs.comment:
             try:
-                posted = upsert_comment(
-                    self.client,
-                    target.pull.number,
-                    self.inputs.check_name,
-                    result.report,
-                    author=self.inputs.comment_author,
-                )
+                name, number = self.inputs.check_name, target.pull.number
+                existing = find_comment(self.client, number, name, author=self.inputs.comment_author)
+                previous = existing.body if existing is not None else None
+                result.report = carried_record(result.report, previous, target.head_sha, marker(name))
+                posted = write_comment(self.client, number, name, result.report, existing)
             except (GitHubAPIError, DataError) as exc:
                 failures.append(f"the comment on pull request #{target.pull.number}: {exc}")
             else:
