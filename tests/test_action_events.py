@@ -16,7 +16,7 @@ from pathlib import Path
 
 import test_cli_action as base
 from servers.github_server import GitHubServer, GitHubState, user
-from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project, checkout
+from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project, _trusted_stage, checkout
 
 from gate.github.flow import NO_BASELINE_CHECK
 from gate.report.escape import md_escape
@@ -264,16 +264,7 @@ def test_a_checkout_that_is_not_the_pr_head_refuses(tmp_path: Path, server: GitH
 
 def _workflow_run(tmp_path: Path, state: GitHubState, event: dict, **inputs: str):
     with GitHubServer(state) as github:
-        return _pr(
-            tmp_path,
-            github,
-            event_name="workflow_run",
-            event=event,
-            sha=MERGE_BASE,
-            ref="refs/heads/main",
-            workflow_file="fork-safe-gate.yml",
-            inputs={"baseline-workflow": "fork-safe-candidate.yml", **inputs},
-        )
+        return _trusted_stage(tmp_path, github, event, **inputs)
 
 
 def test_workflow_run_from_another_workflow_path_refuses(tmp_path: Path, state: GitHubState, runs) -> None:

@@ -9,18 +9,10 @@ values the bench measures at R = 10,000 (docs/gate.md).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_helpers import load_bench
 
-_PATH = Path(__file__).resolve().parent.parent / "bench" / "calibration.py"
-_spec = importlib.util.spec_from_file_location("bench_calibration", _PATH)
-assert _spec is not None and _spec.loader is not None
-calibration = importlib.util.module_from_spec(_spec)
-sys.modules["bench_calibration"] = calibration
-_spec.loader.exec_module(calibration)
+calibration = load_bench("calibration")
 
 R = 2_000
 SEED = 11

@@ -462,7 +462,7 @@ def _fork_world(state: GitHubState, runs: dict[str, bytes], *, pr_head: str) -> 
     return {"action": "completed", "workflow_run": run, "repository": state.repository()}
 
 
-def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict) -> ActionRun:
+def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict, **inputs: str) -> ActionRun:
     """The fork-safe pair's trusted stage: the workflow_run on the default branch."""
     return _pr(
         tmp_path,
@@ -472,7 +472,7 @@ def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict) -> ActionR
         sha=MERGE_BASE,
         ref="refs/heads/main",
         workflow_file="fork-safe-gate.yml",
-        inputs={"baseline-workflow": "fork-safe-candidate.yml"},
+        inputs={"baseline-workflow": "fork-safe-candidate.yml", **inputs},
     )
 
 

@@ -9,20 +9,12 @@ block far more often: the control is what keeps the rate down.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from bench_helpers import load_bench
 
 from gate.decision.compare import compare_runs
 
-_PATH = Path(__file__).resolve().parent.parent / "bench" / "family.py"
-_spec = importlib.util.spec_from_file_location("bench_family", _PATH)
-assert _spec is not None and _spec.loader is not None
-family = importlib.util.module_from_spec(_spec)
-sys.modules["bench_family"] = family
-_spec.loader.exec_module(family)
+family = load_bench("family")
 
 REPLICATES = 120
 
