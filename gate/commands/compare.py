@@ -15,7 +15,7 @@ from gate.core.errors import UsageError
 
 if TYPE_CHECKING:
     from gate.decision.comparison import Comparison
-    from gate.model.artifact import RunArtifact
+    from gate.report.cases import PairedCases
 
 HELP = "compare two run artifacts (dirs or .zip) and decide every gate"
 
@@ -61,29 +61,32 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     comparison = compare_runs(baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges)
     if args.json:
         write_text(resolve(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
+    from gate.report.cases import PairedCases
+
+    paired = PairedCases(comparison, baseline, candidate)  # once, for every report below
     # The renderers (and jinja2) load only when a report is asked for.
     if args.markdown:
         from gate.report.markdown import render_markdown
 
         write_text(
             resolve(env, args.markdown),
-            render_markdown(comparison, baseline=baseline, candidate=candidate),
+            render_markdown(comparison, paired=paired),
             "Markdown report",
         )
     if args.html:
         from gate.report.html import render_compare_html
 
         write_text(
-            resolve(env, args.html), render_compare_html(comparison, baseline, candidate), "HTML report"
+            resolve(env, args.html),
+            render_compare_html(comparison, baseline, candidate, paired=paired),
+            "HTML report",
         )
-    print(summary_line(comparison, baseline, candidate))
+    print(summary_line(comparison, paired))
     return exit_code_for(comparison.overall, args.fail_on or gate_config.fail_on)
 
 
-def summary_line(
-    comparison: Comparison, baseline: RunArtifact | None = None, candidate: RunArtifact | None = None
-) -> str:
+def summary_line(comparison: Comparison, paired: PairedCases | None = None) -> str:
     """The decision, why, the counts and the gates that need attention, for the terminal."""
     from gate.report.terminal import render_terminal
 
-    return render_terminal(comparison, baseline=baseline, candidate=candidate)
+    return render_terminal(comparison, paired=paired)

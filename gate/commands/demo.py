@@ -51,6 +51,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.commands._common import resolve
     from gate.decision.compare import compare_runs
     from gate.model.config import load_config
+    from gate.report.cases import PairedCases
     from gate.report.html import render_compare_html
     from gate.report.markdown import render_markdown
     from gate.run.artifact_io import read_artifact
@@ -73,14 +74,13 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         "decision": out / "decision.json",
         "report": out / "report.html",
     }
-    write_text(
-        paths["comment"],
-        render_markdown(comparison, baseline=baseline, candidate=candidate),
-        "Markdown report",
-    )
+    paired = PairedCases(comparison, baseline, candidate)  # once, for the three reports
+    write_text(paths["comment"], render_markdown(comparison, paired=paired), "Markdown report")
     write_text(paths["decision"], comparison.model_dump_json(indent=2) + "\n", "decision JSON")
-    write_text(paths["report"], render_compare_html(comparison, baseline, candidate), "HTML report")
-    print(summary_line(comparison, baseline, candidate))
+    write_text(
+        paths["report"], render_compare_html(comparison, baseline, candidate, paired=paired), "HTML report"
+    )
+    print(summary_line(comparison, paired))
     for label, path in paths.items():
         print(f"  {label:9} {path}")
     return EXIT_OK

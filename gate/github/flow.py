@@ -681,6 +681,7 @@ class ActionFlow:
         self, candidate: RunArtifact, target: Target, search: BaselineSearch, policy: TrustedPolicy
     ) -> Result:
         from gate.decision.compare import compare_runs
+        from gate.report.cases import PairedCases
         from gate.report.markdown import (
             check_title,
             render_gate_table,
@@ -731,8 +732,8 @@ class ActionFlow:
                 first = [*change_notes]
                 if decides and accepted is not None and accepted.note():
                     first.insert(0, accepted.note() or "")
-                runs = {"baseline": search.baseline.artifact, "candidate": candidate}
-                report = render_markdown(comparison, context=context, **runs) + self._notes(search, *first)
+                paired = PairedCases(comparison, search.baseline.artifact, candidate)
+                report = render_markdown(comparison, context=context, paired=paired) + self._notes(search, *first)
                 title = check_title(comparison)
                 result = Result.decided(
                     decision,
@@ -741,7 +742,7 @@ class ActionFlow:
                     title,
                     search,
                     self.inputs.review_conclusion,
-                    text=render_gate_table(comparison, **runs),
+                    text=render_gate_table(comparison, paired=paired),
                 )
                 if accepted is not None and accepted.accepted and accepted.actor:
                     if decides:

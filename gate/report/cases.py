@@ -110,6 +110,7 @@ class PairedCases:
         self.members: dict[str, list[int]] = {key: index.tolist() for key, index in self._indices.items()}
         self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._prints: dict[tuple[str, str], str] = {}
+        self._moves: dict[tuple[str, str, int, int], Moves] = {}
 
     def _column(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """The metric's value for every pair in each run (NaN: not scored), computed once."""
@@ -119,6 +120,12 @@ class PairedCases:
             cand = np.array([math.nan if c is None else c for _, c in values], dtype=np.float64)
             self._columns[metric] = (base, cand)
         return self._columns[metric]
+
+    def values(self, metric: str) -> tuple[list[float | None], list[float | None]]:
+        """The metric's value for every pair in each run, None where not scored."""
+        return tuple(  # type: ignore[return-value]
+            [None if math.isnan(x) else x for x in column.tolist()] for column in self._column(metric)
+        )
 
     def _scored(self, gate: GateResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The gate's pairs scored in both runs: their indices, baseline and candidate values."""
@@ -146,7 +153,14 @@ class PairedCases:
         return self._prints[key]
 
     def moved(self, gate: GateResult, *, dropped: int, improved: int) -> Moves:
-        """The ``dropped`` cases that fell most and the ``improved`` ones that rose most (d ≠ 0)."""
+        """The ``dropped`` cases that fell most and the ``improved`` ones that rose most (d ≠ 0);
+        kept, as the comment asks again for each row limit it tries."""
+        key = (gate.metric, gate.slice, dropped, improved)
+        if key not in self._moves:
+            self._moves[key] = self._moved(gate, dropped, improved)
+        return self._moves[key]
+
+    def _moved(self, gate: GateResult, dropped: int, improved: int) -> Moves:
         sign = 1.0 if gate.higher_is_better else -1.0
         scored = [(sign * (c - b), i) for i, b, c in self._paired(gate)]
         down = sorted((x for x in scored if x[0] < 0), key=lambda x: (x[0], self.pairs[x[1]][1].case_id))
@@ -171,6 +185,13 @@ class PairedCases:
             baseline=_side(base, metric, expected),
             candidate=_side(cand, metric, expected),
         )
+
+
+def paired_cases(
+    comparison: Comparison, baseline: RunArtifact | None, candidate: RunArtifact | None
+) -> PairedCases | None:
+    """The runs' :class:`PairedCases` when both are given (a report without them shows no cases)."""
+    return PairedCases(comparison, baseline, candidate) if baseline and candidate else None
 
 
 def group_identical(gates: Sequence[GateResult], paired: PairedCases | None) -> list[list[GateResult]]:
@@ -230,12 +251,13 @@ def explorer_cases(comparison: Comparison, paired: PairedCases) -> list[Explorer
     for key, indices in paired.members.items():
         for i in indices:
             slices_of.setdefault(i, []).append(key)
+    columns = {name: paired.values(name) for name in directions}
     out = []
-    for i, (base, cand) in enumerate(paired.pairs):
+    for i, (_base, cand) in enumerate(paired.pairs):
         values = []
         worst, best = 0.0, 0.0
         for name, hib in directions.items():
-            b, c = _value(base, name), _value(cand, name)
+            b, c = columns[name][0][i], columns[name][1][i]
             d = None if b is None or c is None else (c - b if hib else b - c)
             values.append(MetricValues(name, hib, b, c, d))
             if d is not None and name in gated:

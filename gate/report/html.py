@@ -27,8 +27,12 @@ from gate.model.artifact import RunArtifact, error_groups
 from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
 from gate.report.markdown import (
     DECISION_ICON,
+    HEADLINE,
+    SEVERITY,
+    SEVERITY_RANK,
     attention,
-    informs_only,
+    folded_counts,
+    pct,
     report_warnings,
     short_reason,
     tally,
@@ -46,7 +50,6 @@ COLOURS = {"pass": "#2e7d32", "review": "#b26a00", "block": "#c62828", "skipped"
 PANEL_PLOT = 360  # px of a metric panel's axis
 LABEL_CHAR = 6.6  # px per character of an 11 px label (for the label column's width)
 MAX_CASES = 2000  # cases in the explorer (most dropped first); the rest are in rows.jsonl
-_RANK = {"block": 0, "review": 1, "pass": 2, "skipped": 3}
 
 
 @cache
@@ -138,7 +141,12 @@ def _panel_rows(gates: list[GateResult]) -> dict[str, object]:
     within a decision); the label column is as wide as the longest label."""
     shown = sorted(
         (g for g in gates if g.gating and g.decision != "skipped" and g.lo is not None and g.hi is not None),
-        key=lambda g: (_RANK[g.decision], g.slice != "all", g.delta if g.delta is not None else 0.0, g.slice),
+        key=lambda g: (
+            SEVERITY_RANK[g.decision],
+            g.slice != "all",
+            g.delta if g.delta is not None else 0.0,
+            g.slice,
+        ),
     )
     scale = axis_extent(shown, 1.15)
 
@@ -181,13 +189,13 @@ def metric_panels(comparison: Comparison) -> list[dict[str, object]]:
     panels: list[dict[str, object]] = []
     for name, gates in by_metric.items():
         gating = [g for g in gates if g.gating and g.decision != "skipped"]
-        worst = min((_RANK[g.decision] for g in gating), default=3)
+        worst = min((SEVERITY_RANK[g.decision] for g in gating), default=SEVERITY_RANK["skipped"])
         lowest = min((g.delta for g in gating if g.delta is not None), default=0.0)
         panels.append(
             {
                 "metric": name,
                 "arrow": "" if gates[0].higher_is_better else " ↓",
-                "worst": ["block", "review", "pass", "skipped"][worst],
+                "worst": SEVERITY[worst],
                 "counts": {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass")},
                 "plot": _panel_rows(gates) if gating else None,
                 "skipped": [g for g in gates if g.gating and g.decision == "skipped"],
@@ -237,10 +245,17 @@ def _explorer(comparison: Comparison, paired: PairedCases) -> dict[str, object]:
     }
 
 
-def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate: RunArtifact) -> str:
-    """The comparison as one self-contained HTML page."""
-    paired = PairedCases(comparison, baseline, candidate)
+def render_compare_html(
+    comparison: Comparison,
+    baseline: RunArtifact,
+    candidate: RunArtifact,
+    *,
+    paired: PairedCases | None = None,
+) -> str:
+    """The comparison as one self-contained HTML page (``paired``: the runs' PairedCases, if built)."""
+    paired = paired or PairedCases(comparison, baseline, candidate)
     first, rest = attention(comparison, paired)
+    folded_gates, folded_underpowered = folded_counts(comparison, rest)
     script = _asset("explorer.js")
     return (
         environment(True)
@@ -251,10 +266,9 @@ def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate
             warnings=report_warnings(comparison),
             tally=tally(comparison),
             attention=first,
-            more_attention=sum(len(r.gates) for r in rest),
-            more_underpowered=sum(
-                informs_only(g, comparison.settings.underpowered) for r in rest for g in r.gates
-            ),
+            more_attention=folded_gates,
+            more_underpowered=folded_underpowered,
+            headline=HEADLINE[comparison.overall],
             icons=DECISION_ICON,
             short_reason=short_reason,
             panels=metric_panels(comparison),
@@ -269,7 +283,7 @@ def render_compare_html(comparison: Comparison, baseline: RunArtifact, candidate
             css=_asset("report.css"),
             script=script,
             csp=page_policy(script),
-            level_pct=f"{comparison.settings.interval_confidence * 100:g}%",
+            level_pct=pct(comparison.settings.interval_confidence),
         )
     )
 

@@ -25,7 +25,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import field_validator
 
@@ -34,7 +33,7 @@ from gate.decision.comparison import Comparison, GateResult
 from gate.decision.decide import counts_toward_overall
 from gate.model.artifact import RunArtifact
 from gate.model.slices import ALL_SLICE
-from gate.report.cases import CaseMove, PairedCases, Side, group_identical
+from gate.report.cases import CaseMove, PairedCases, Side, group_identical, paired_cases
 from gate.report.escape import inert_text, md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 
@@ -156,15 +155,6 @@ def interval_bar(lo: float | None, hi: float | None, delta: float | None, margin
     return "`" + "".join(cells) + "`"
 
 
-# -- per-gate facts other parts of the comparison may add (rendered when present) ----------
-
-
-def _extra(g: GateResult, name: str) -> Any:
-    """A per-gate field of newer comparison documents (``method``, ``underpowered``,
-    ``pairs_needed``), or None where this version's GateResult does not carry it."""
-    return getattr(g, name, None)
-
-
 def short_reason(g: GateResult) -> str:
     """The decision as a short phrase: "real drop", "below min 0.7", "inconclusive", "pass"."""
     if g.decision == "block":
@@ -191,7 +181,7 @@ def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
     """
     if comparison.overall == "none":
         return f"{comparison.overall_reason}; no gate was decided, so this is not a pass."
-    level = level_pct or _pct(comparison.settings.interval_confidence)
+    level = level_pct or pct(comparison.settings.interval_confidence)
     gating = comparison.gating()
     if comparison.overall == "block":
         blocks = [g for g in gating if g.decision == "block"]
@@ -265,10 +255,14 @@ def _rows(groups: list[list[GateResult]]) -> list[_Row]:
     return rows
 
 
+# Decisions from the most to the least severe (the order of tables and panels).
+SEVERITY: tuple[str, ...] = ("block", "review", "pass", "skipped")
+SEVERITY_RANK = {decision: rank for rank, decision in enumerate(SEVERITY)}
+
+
 def _severity_key(row: _Row) -> tuple[int, float, str, str]:
     g = row.lead
-    rank = {"block": 0, "review": 1, "pass": 2, "skipped": 3}[g.decision]
-    return (rank, g.delta if g.delta is not None else 0.0, g.metric, g.slice)
+    return (SEVERITY_RANK[g.decision], g.delta if g.delta is not None else 0.0, g.metric, g.slice)
 
 
 def _findings(rows: list[_Row]) -> list[_Row]:
@@ -286,20 +280,18 @@ def _findings(rows: list[_Row]) -> list[_Row]:
     return [row for group in by_metric.values() for row in sorted(group, key=within)]
 
 
-def _table_rows(
-    rows: list[_Row], scale: float, level_pct: str, default_method: str | None = None
-) -> list[dict[str, object]]:
+def _table_rows(rows: list[_Row], scale: float, default_method: str | None = None) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     previous = None
     for row in rows:
         g = row.lead
         metric = " = ".join(row.metrics)
         arrow = "" if g.higher_is_better else " ↓"
-        method = _extra(g, "method")
+        method = g.method
         if method == default_method:
             method = None  # the header names the configured method; a row says where it differs
         # More pairs help an inconclusive gate; a pass or a real drop is decided already.
-        needed = _extra(g, "pairs_needed") if _extra(g, "underpowered") and g.decision == "review" else None
+        needed = g.pairs_needed if g.underpowered and g.decision == "review" else None
         out.append(
             {
                 "first": metric != previous,
@@ -318,7 +310,6 @@ def _table_rows(
                 "reason": short_reason(g),
                 "margin": g.margin,
                 "needed": needed,
-                "gates": len(row.gates),
                 "gating": g.gating,
             }
         )
@@ -327,14 +318,11 @@ def _table_rows(
 
 
 def _side_view(side: Side) -> dict[str, object]:
-    answer = side.answer
-    if side.status != "ok":
-        answer = None
     return {
         "value": fmt_num(side.value),
         "status": side.status,
         "error": side.error,
-        "answer": answer,
+        "answer": side.answer,  # the template shows the error instead when the row failed
         "retrieved": [{"id": r.id, "expected": r.expected} for r in side.retrieved[:RETRIEVED_SHOWN]],
         "more_retrieved": max(0, len(side.retrieved) - RETRIEVED_SHOWN),
     }
@@ -418,7 +406,7 @@ def _not_gating_lines(gates: list[GateResult]) -> list[dict[str, object]]:
 
 def _power_rows(comparison: Comparison) -> list[dict[str, object]]:
     """Per gated metric on ``all``: pairs, minimum detectable effect, pairs needed (when known)."""
-    out = []
+    out: list[dict[str, object]] = []
     for g in comparison.gates:
         if not g.gating or g.slice != ALL_SLICE:
             continue
@@ -430,8 +418,8 @@ def _power_rows(comparison: Comparison) -> list[dict[str, object]]:
                 "mde": fmt_num(g.mde),
                 "margin": f"{g.margin:g}",
                 "enough": g.mde is not None and not g.mde_exceeds_margin,
-                "needed": _extra(g, "pairs_needed"),
-                "method": _extra(g, "method"),
+                "needed": g.pairs_needed,
+                "method": g.method,
             }
         )
     return out
@@ -508,64 +496,79 @@ def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[
     return [r for r in rows if id(r) in chosen], [r for r in rows if id(r) not in chosen]
 
 
-def _render_comparison(
-    comparison: Comparison, context: ReportContext, limits: _Limits, paired: PairedCases | None
-) -> str:
+def folded_counts(comparison: Comparison, rest: list[_Row]) -> tuple[int, int]:
+    """Gates in the rows :func:`attention` folds away, and how many of them only inform."""
+    gates = [g for r in rest for g in r.gates]
+    return len(gates), sum(informs_only(g, comparison.settings.underpowered) for g in gates)
+
+
+def _comment_renderer(
+    comparison: Comparison, context: ReportContext, paired: PairedCases | None
+) -> Callable[[_Limits], str]:
+    """The comment as a function of the row limits; what no limit changes is computed once."""
     gates = comparison.gates
-    level_pct = _pct(comparison.settings.interval_confidence)
+    settings = comparison.settings
+    level_pct = pct(settings.interval_confidence)
     scale = axis_extent((g for g in gates if g.decision != "skipped" and g.gating), 1.1)
     shown_first, overflow = attention(comparison, paired)
-    folded = [g for r in overflow for g in r.gates]
-    overflow, more_attention = _take(overflow, limits.attention)
+    folded_gates, folded_underpowered = folded_counts(comparison, overflow)
     passing = _findings(
         _rows(group_identical([g for g in gates if g.gating and g.decision == "pass"], paired))
     )
-    shown_passing, more_passing = _take(passing, limits.passing)
-    skipped = [g for g in gates if g.gating and g.decision == "skipped"]
+    # A row's "first" flag depends only on the row before it: a prefix of the rows renders as
+    # the prefix of the rendered rows.
+    overflow_rows = _table_rows(overflow, scale, settings.interval)
+    passing_rows = _table_rows(passing, scale, settings.interval)
+    power = _power_rows(comparison)
     base = comparison.baseline
     counts = tally(comparison)
-    settings = comparison.settings
-    power = _power_rows(comparison)
-    shown_power, more_power = _take(power, limits.mde)
-    return (
-        environment(False)
-        .get_template("comment.md.j2")
-        .render(
-            c=comparison,
-            ctx=context,
-            headline=HEADLINE[comparison.overall],
-            why=why_line(comparison, level_pct),
-            warnings=report_warnings(comparison),
-            tally=counts,
-            total=len(gates),
-            level_pct=level_pct,
-            confidence_pct=_pct(settings.confidence),
-            baseline_commit=(context.baseline_commit or base.commit or "unknown")[:12],
-            baseline_run=context.baseline_run_id or base.run_id,
-            baseline_age=context.baseline_age or _age(base.created_at, context.now),
-            baseline_date=base.created_at[:10],
-            candidate_commit=(comparison.candidate.commit or "unknown")[:12],
-            attention=_table_rows(shown_first, scale, level_pct, settings.interval),
-            overflow=_table_rows(overflow, scale, level_pct, settings.interval),
-            folded_gates=len(folded),
-            folded_underpowered=sum(informs_only(g, settings.underpowered) for g in folded),
+    fixed = {
+        "c": comparison,
+        "ctx": context,
+        "headline": HEADLINE[comparison.overall],
+        "why": why_line(comparison, level_pct),
+        "warnings": report_warnings(comparison),
+        "tally": counts,
+        "total": len(gates),
+        "level_pct": level_pct,
+        "confidence_pct": pct(settings.confidence),
+        "baseline_commit": (context.baseline_commit or base.commit or "unknown")[:12],
+        "baseline_run": context.baseline_run_id or base.run_id,
+        "baseline_age": context.baseline_age or _age(base.created_at, context.now),
+        "baseline_date": base.created_at[:10],
+        "candidate_commit": (comparison.candidate.commit or "unknown")[:12],
+        "attention": _table_rows(shown_first, scale, settings.interval),
+        "folded_gates": folded_gates,
+        "folded_underpowered": folded_underpowered,
+        "passing_gates": counts["pass"],
+        "skipped": _skip_lines([g for g in gates if g.gating and g.decision == "skipped"], settings.min_pairs),
+        "not_gating": _not_gating_lines([g for g in gates if not g.gating]),
+        "added": comparison.dataset.added[:10],
+        "removed": comparison.dataset.removed[:10],
+        "pointer": _pointer(context),
+    }
+    template = environment(False).get_template("comment.md.j2")
+
+    def render(limits: _Limits) -> str:
+        shown_overflow, more_attention = _take(overflow, limits.attention)
+        shown_passing, more_passing = _take(passing, limits.passing)
+        shown_power, more_power = _take(power, limits.mde)
+        return template.render(
+            **fixed,
+            overflow=overflow_rows[: len(shown_overflow)],
             more_attention=more_attention,
-            passing=_table_rows(shown_passing, scale, level_pct, settings.interval),
-            passing_gates=counts["pass"],
+            passing=passing_rows[: len(shown_passing)],
             more_passing=more_passing,
-            cases=_finding_cases(shown_first + overflow, paired, limits.drops),
-            skipped=_skip_lines(skipped, settings.min_pairs),
-            not_gating=_not_gating_lines([g for g in gates if not g.gating]),
+            cases=_finding_cases(shown_first + shown_overflow, paired, limits.drops),
             power=shown_power,
             more_power=more_power,
-            added=comparison.dataset.added[:10],
-            removed=comparison.dataset.removed[:10],
-            pointer=_pointer(context),
         )
-    )
+
+    return render
 
 
-def _pct(level: float) -> str:
+def pct(level: float) -> str:
+    """A confidence level as the reports print it: 0.95 -> \"95%\", 0.975 -> \"97.5%\"."""
     text = f"{level * 100:.4f}".rstrip("0").rstrip(".")
     return f"{text}%"
 
@@ -595,16 +598,18 @@ def render_markdown(
     context: ReportContext | None = None,
     baseline: RunArtifact | None = None,
     candidate: RunArtifact | None = None,
+    paired: PairedCases | None = None,
 ) -> str:
     """The comparison as Markdown (at most :data:`MAX_CHARS` characters).
 
     With both runs (``baseline`` and ``candidate``), each finding shows the cases that moved
     most (question, expected answer, both answers, both retrieved lists) and gates computed
-    from the same cases and values are shown once; without them, neither.
+    from the same cases and values are shown once; without them, neither. ``paired`` (their
+    :class:`PairedCases`, built once when several reports are rendered) stands for both.
     """
-    ctx = context or ReportContext()
-    paired = PairedCases(comparison, baseline, candidate) if baseline and candidate else None
-    return _fit(lambda limits: _render_comparison(comparison, ctx, limits, paired), MAX_CHARS)
+    if paired is None:
+        paired = paired_cases(comparison, baseline, candidate)
+    return _fit(_comment_renderer(comparison, context or ReportContext(), paired), MAX_CHARS)
 
 
 def check_title(comparison: Comparison) -> str:
@@ -619,22 +624,22 @@ def render_gate_table(
     *,
     baseline: RunArtifact | None = None,
     candidate: RunArtifact | None = None,
+    paired: PairedCases | None = None,
 ) -> str:
     """Every gate of the comparison in one Markdown table (the check run's ``text``): gating
     gates by severity, then those shown for information; at most :data:`MAX_CHARS` characters."""
-    paired = PairedCases(comparison, baseline, candidate) if baseline and candidate else None
-    level_pct = _pct(comparison.settings.interval_confidence)
+    if paired is None:
+        paired = paired_cases(comparison, baseline, candidate)
+    level_pct = pct(comparison.settings.interval_confidence)
     scale = axis_extent((g for g in comparison.gates if g.decision != "skipped" and g.gating), 1.1)
     rows = _findings(_rows(group_identical(comparison.gating(), paired)))
     rows += _findings(_rows(group_identical([g for g in comparison.gates if not g.gating], paired)))
+    table = _table_rows(rows, scale)
+    template = environment(False).get_template("gate_table.md.j2")
 
     def render(limits: _Limits) -> str:
-        shown, more = _take(rows, limits.passing)
-        return (
-            environment(False)
-            .get_template("gate_table.md.j2")
-            .render(c=comparison, rows=_table_rows(shown, scale, level_pct), more=more, level_pct=level_pct)
-        )
+        shown, more = _take(table, limits.passing)
+        return template.render(c=comparison, rows=shown, more=more, level_pct=level_pct)
 
     return _fit(render, MAX_CHARS)
 

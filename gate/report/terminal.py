@@ -9,16 +9,29 @@ from __future__ import annotations
 
 from gate.decision.comparison import Comparison
 from gate.model.artifact import RunArtifact
-from gate.report.cases import PairedCases
-from gate.report.markdown import attention, inert_text, report_warnings, short_reason, tally, why_line
+from gate.report.cases import PairedCases, paired_cases
+from gate.report.markdown import (
+    attention,
+    folded_counts,
+    inert_text,
+    report_warnings,
+    short_reason,
+    tally,
+    why_line,
+)
 from gate.report.templating import fmt_interval, fmt_num, fmt_signed
 
 
 def render_terminal(
-    comparison: Comparison, *, baseline: RunArtifact | None = None, candidate: RunArtifact | None = None
+    comparison: Comparison,
+    *,
+    baseline: RunArtifact | None = None,
+    candidate: RunArtifact | None = None,
+    paired: PairedCases | None = None,
 ) -> str:
     """A few lines of plain text (user strings made inert like the comment's)."""
-    paired = PairedCases(comparison, baseline, candidate) if baseline and candidate else None
+    if paired is None:
+        paired = paired_cases(comparison, baseline, candidate)
     counts = tally(comparison)
     lines = [
         f"ragproof compare: {comparison.overall}: {inert_text(why_line(comparison))}",
@@ -35,7 +48,7 @@ def render_terminal(
             f"{fmt_interval(g.lo, g.hi)}, {g.n} pairs: {short_reason(g)}"
         )
     if rest:
-        more = sum(len(r.gates) for r in rest)
+        more, _ = folded_counts(comparison, rest)
         lines.append(
             f"  … {more} more gate{'s' if more != 1 else ''} to review in the Markdown and JSON reports"
         )
