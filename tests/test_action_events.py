@@ -77,10 +77,18 @@ def test_an_acceptance_holds_for_its_commit_only(tmp_path: Path, server: GitHubS
     assert accepted.outputs["accepted-by"] == "mia"
     first_head = server.state.pulls[7]["head"]["sha"]
     # the same commit again (a synchronize re-run, another label): the record keeps it accepted
+    before = len(server.state.requests)
     again = _pr(tmp_path, server, misses=WORSE, same_commit=True, event_fields={"action": "reopened"})
     assert server.state.pulls[7]["head"]["sha"] == first_head
     assert again.returncode == 0, again.stderr
     assert again.outputs["accepted-by"] == "mia"
+    # the comments were listed once in that run (for the record, then reused to update it)
+    listed = [
+        (r["path"], str(r["query"]))
+        for r in server.state.requests[before:]
+        if r["method"] == "GET" and r["path"] == "/repos/acme/rag/issues/7/comments"
+    ]
+    assert listed and len(listed) == len(set(listed))
     assert [c["conclusion"] for c in server.state.check_runs] == ["success", "success"]
     # a new commit: the label is still on the pull request, but it was given for commit A
     (tmp_path / "workspace" / "later.txt").write_text("a later push\n")

@@ -220,7 +220,6 @@ def find_baseline(
     artifact_name: str,
     work_dir: Path,
     repository: Repository | None = None,
-    max_failure_rate: float | None = None,
 ) -> BaselineSearch:
     """Search the baseline for a candidate at ``head_sha`` (see the module docstring)."""
     repository = repository or repository_info(client)
@@ -252,8 +251,7 @@ def find_baseline(
             return False
         # The limit is the baseline run's own (run.max_failure_rate in its recorded config),
         # never the pull request's, which could set it to admit a failed baseline.
-        limit = max_failure_rate if max_failure_rate is not None else _recorded_limit(loaded)
-        unusable = loaded.unusable_as_baseline(limit)
+        unusable = loaded.unusable_as_baseline(_recorded_limit(loaded))
         if unusable is not None:
             search.warnings.append(f"skipped {label}: not a usable baseline: {unusable}")
             return False

@@ -67,7 +67,7 @@ from gate.github.checks import Conclusion, ReviewConclusion, conclusion_for, cre
 from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.comment import find_comment, marker, write_comment
 from gate.github.context import GitHubContext
-from gate.github.models import PullRequest, Repository, WorkflowRun
+from gate.github.models import IssueComment, PullRequest, Repository, WorkflowRun
 from gate.github.policy import TrustedPolicy, judge_overrides, trusted_policy
 from gate.github.pulls import get_pull, pull_for_run
 from gate.github.workflow import WorkflowCommands
@@ -161,7 +161,6 @@ class Result:
     title: str
     baseline: BaselineSearch | None = None
     outputs: dict[str, str] = field(default_factory=dict)
-    accepted_by: str | None = None
     text: str | None = None  # the check run's details (the full gate table)
     # raised once the summary and outputs are written (its one line goes to stderr)
     error: RagproofError | None = None
@@ -220,7 +219,6 @@ class Result:
         """A maintainer accepted a review or block: the check succeeds and the step passes."""
         self.conclusion = "success"
         self.exit_code = EXIT_OK
-        self.accepted_by = actor
         self.title = title
         self.outputs["accepted-by"] = actor
 
@@ -239,8 +237,8 @@ class ActionFlow:
         pipeline_env: Environment,
         commands: WorkflowCommands,
         config: Config,
-        install: Callable[[Config], None] | None = None,
-        store_dir: Path | None = None,
+        install: Callable[[Config], None],
+        store_dir: Path,
     ) -> None:
         self.ctx = context
         self.inputs = context.inputs
@@ -249,8 +247,9 @@ class ActionFlow:
         self.config = config  # the checkout's ragproof.yaml: on a pull request, the PR's
         self._install = install
         self.out_dir = context.workspace_path(self.inputs.out)
-        self.store_dir = store_dir or self.out_dir.parent / ".store"
+        self.store_dir = store_dir
         self._client: GitHubClient | None = None
+        self._sticky: dict[int, IssueComment | None] = {}  # the sticky comment by PR, read once
         self._repository: Repository | None = None
         # The run that holds the candidate's artifact: this one, or for workflow_run the trigger.
         self._artifact_run_url = context.run_url
@@ -284,8 +283,8 @@ class ActionFlow:
             return payload.default_branch
         return self.repository.default_branch or "main"
 
-    def _baseline_workflow(self, fallback: str | None = None) -> str:
-        workflow = self.inputs.baseline_workflow or fallback or self.ctx.workflow_file
+    def _baseline_workflow(self) -> str:
+        workflow = self.inputs.baseline_workflow or self.ctx.workflow_file
         if not workflow:
             raise UsageError(
                 "input baseline-workflow is empty and GITHUB_WORKFLOW_REF is not set: name the workflow "
@@ -326,7 +325,7 @@ class ActionFlow:
         from gate.run.runner import execute_run
 
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        if self._install is not None and out_dir is None:
+        if out_dir is None:
             self._install(policy.config)
         with self.commands.group(f"ragproof run ({self.inputs.config})"):
             outcome = execute_run(
@@ -372,7 +371,7 @@ class ActionFlow:
     def execute(self) -> Result:
         event = self.ctx.event_name
         mode = self.inputs.mode
-        refuse_dangerous_event(event, self.inputs.allow_pull_request_target)
+        # pull_request_target was refused (unless allowed) by the entry point, before any of this.
         if mode == "run":
             return self.baseline_mode()
         if event == "workflow_run":
@@ -656,7 +655,14 @@ class ActionFlow:
             return Trigger()  # a re-run by someone else is not the labeler's own start
         return Trigger(started_by=starter, started_at=run.created_at)
 
-    def acceptance(self, target: Target) -> Acceptance | None:
+    def sticky_comment(self, number: int) -> IssueComment | None:
+        """Our sticky comment on pull request ``number`` (every page read once per run)."""
+        if number not in self._sticky:
+            name, author = self.inputs.check_name, self.inputs.comment_author
+            self._sticky[number] = find_comment(self.client, number, name, author=author)
+        return self._sticky[number]
+
+    def acceptance(self, target: Target, trigger: Trigger) -> Acceptance | None:
         pull = target.pull
         if pull is None:
             return None
@@ -664,8 +670,7 @@ class ActionFlow:
         def recorded() -> tuple[str, str] | None:
             if not self.inputs.comment:
                 return None
-            name, author = self.inputs.check_name, self.inputs.comment_author
-            ours = find_comment(self.client, pull.number, name, author=author)
+            ours = self.sticky_comment(pull.number)
             return recorded_acceptance(ours.body if ours else None)
 
         return find_acceptance(
@@ -673,7 +678,7 @@ class ActionFlow:
             pull.number,
             self.inputs.accept_label,
             head_sha=target.head_sha,
-            trigger=self.trigger(),
+            trigger=trigger,
             recorded=recorded,
         )
 
@@ -727,8 +732,8 @@ class ActionFlow:
                 decides = decision in ("review", "block")
                 # A label applied while the commit passes is recorded too: a later run of the same
                 # commit that reviews (against a newer baseline, say) keeps the acceptance.
-                labeled_now = self.trigger().labeled_by is not None
-                accepted = self.acceptance(target) if decides or labeled_now else None
+                trigger = self.trigger()
+                accepted = self.acceptance(target, trigger) if decides or trigger.labeled_by else None
                 first = [*change_notes]
                 if decides and accepted is not None and accepted.note():
                     first.insert(0, accepted.note() or "")
@@ -770,7 +775,7 @@ class ActionFlow:
         if self.inputs.comment:
             try:
                 name, number = self.inputs.check_name, target.pull.number
-                existing = find_comment(self.client, number, name, author=self.inputs.comment_author)
+                existing = self.sticky_comment(number)
                 previous = existing.body if existing is not None else None
                 result.report = carried_record(result.report, previous, target.head_sha, marker(name))
                 posted = write_comment(self.client, number, name, result.report, existing)
