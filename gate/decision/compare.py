@@ -120,7 +120,8 @@ def compare_runs(
     warnings = check_comparable(baseline, candidate, allow_mixed_judges=allow_mixed_judges)
     paired = pair_runs(baseline, candidate)
     warnings += _dataset_warnings(paired.dataset)
-    columns_of = metric_columns(paired, baseline, candidate, gate_config)
+    names = _metric_names(baseline, candidate)
+    columns_of = metric_columns(paired, baseline, candidate, gate_config, names)
     masks = slice_masks(paired.candidate_rows, gate_config.slices)
     gates = [
         _Gate(c.policy, key, mask & ~np.isnan(c.diff), c.policy.gated and slice_gates(key, gate_config))
@@ -141,7 +142,7 @@ def compare_runs(
     outcome: Outcome = overall
     if overall == "pass" and nothing_compared((g.metric, g.decision) for g in gate_results if g.gating):
         outcome = "none"
-    unscored = _unscored(baseline, candidate, columns_of, gate_config)
+    unscored = _unscored(baseline, candidate, names, columns_of, gate_config)
     return Comparison(
         overall=outcome,
         overall_reason=_nothing_compared(gate_results, paired, floor) if outcome == "none" else None,
@@ -160,12 +161,12 @@ def compare_runs(
 def _unscored(
     baseline: RunArtifact,
     candidate: RunArtifact,
+    names: list[str],
     columns_of: dict[str, MetricColumns],
     gate_config: GateConfig,
 ) -> list[str]:
     """Gating metrics with no column (scored in neither run): the runs' own, then those the
     gate section names (``gate.include`` entries, ``gate.metrics`` keys) that neither run has."""
-    names = _metric_names(baseline, candidate)
     specs = registry()
     # Skipped by design, not missing: judge metrics of runs without a judge ("no judge
     # configured"), composites of runs without composite.weights ("not configured").
@@ -247,15 +248,18 @@ def _dataset_warnings(dataset: DatasetChange) -> list[str]:
 
 
 def metric_columns(
-    paired: PairedRuns, baseline: RunArtifact, candidate: RunArtifact, gate_config: GateConfig
+    paired: PairedRuns,
+    baseline: RunArtifact,
+    candidate: RunArtifact,
+    gate_config: GateConfig,
+    names: list[str],
 ) -> dict[str, MetricColumns]:
     """Every comparable metric's columns, then ``adapter.failure_rate`` over every paired case.
 
     Categorical metrics and metrics scored in neither run (e.g. a judge metric without a
     judge) have no columns. A failed case (adapter error, timeout) counts 1 in the failure
-    rate and carries no other score.
+    rate and carries no other score. ``names``: the metrics either run scored (:func:`_metric_names`).
     """
-    names = _metric_names(baseline, candidate)
     base_table = _score_table(paired.baseline_rows, names)
     cand_table = _score_table(paired.candidate_rows, names)
     out: dict[str, MetricColumns] = {}

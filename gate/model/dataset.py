@@ -144,12 +144,14 @@ def canonical_case_json(case: Case) -> str:
     return json.dumps(case.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def dataset_lines(cases: tuple[Case, ...] | list[Case]) -> str:
+    """The ``dataset.jsonl`` text: each case with its defaults, keys sorted (as hashed)."""
+    return "".join(canonical_case_json(case) + "\n" for case in cases)
+
+
 def dataset_sha256(cases: tuple[Case, ...] | list[Case]) -> str:
-    h = hashlib.sha256()
-    for case in cases:
-        h.update(canonical_case_json(case).encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()
+    """sha256 of :func:`dataset_lines` (run.json's ``dataset.sha256``)."""
+    return hashlib.sha256(dataset_lines(cases).encode("utf-8")).hexdigest()
 
 
 LineOf = Callable[[tuple[str | int, ...]], int | None]

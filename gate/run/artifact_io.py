@@ -36,7 +36,7 @@ from gate.model.artifact import (
     RunMeta,
     Summary,
 )
-from gate.model.dataset import MAX_CASES, Case, dataset_sha256, jsonl_records, parse_cases
+from gate.model.dataset import Case, dataset_lines, dataset_sha256, jsonl_records, parse_cases
 from gate.run.zipread import open_zip, read_zip_member, zip_member_stream, zip_members
 
 # Caps for reading an artifact, which may come from an untrusted pull request. Every cap
@@ -145,13 +145,6 @@ def write_artifact(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
-
-
-def dataset_lines(cases: tuple[Case, ...] | list[Case]) -> str:
-    """The ``dataset.jsonl`` text: each case with its defaults, keys sorted (as hashed)."""
-    from gate.model.dataset import canonical_case_json
-
-    return "".join(canonical_case_json(case) + "\n" for case in cases)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -323,7 +316,7 @@ def _range_text(bounds: tuple[float, float]) -> str:
     return "finite" if bounds == _FINITE else f"within [{bounds[0]:g}, {bounds[1]:g}]"
 
 
-def parse_rows(stream: IO[bytes], where: str, cap: int | None = None, max_rows: int = MAX_CASES) -> list[Row]:
+def parse_rows(stream: IO[bytes], where: str, max_rows: int) -> list[Row]:
     """``rows.jsonl`` read from ``stream`` line by line, one :class:`Row` per non-blank line.
 
     DataError names ``where:LINE`` for a malformed line, a field that fails validation, a
@@ -333,7 +326,7 @@ def parse_rows(stream: IO[bytes], where: str, cap: int | None = None, max_rows: 
     does not know must be finite); also for the limits of :func:`_lines`.
     """
     validate = Row.__pydantic_validator__.validate_json
-    cap = MAX_FILE_BYTES[ROWS_FILE] if cap is None else cap
+    cap = MAX_FILE_BYTES[ROWS_FILE]
     bounds = _metric_bounds()
     narrow = {name for name, (low, high) in bounds.items() if low > 0.0 or high < 1.0}
     rows: list[Row] = []
@@ -402,7 +395,7 @@ def parse_artifact(
     read: Callable[[str], bytes],
     open_rows: Callable[[], AbstractContextManager[IO[bytes]]],
     source: str,
-    read_optional: Callable[[str], bytes | None] | None = None,
+    read_optional: Callable[[str], bytes | None],
 ) -> RunArtifact:
     """Validate ``run.json`` and ``summary.json`` from ``read(name)`` (already size-capped) and
     ``rows.jsonl`` streamed from ``open_rows()``.
@@ -418,7 +411,7 @@ def parse_artifact(
     with open_rows() as stream:
         rows = parse_rows(stream, where[ROWS_FILE], max_rows=meta.dataset.case_count)
     cases = None
-    dataset = read_optional(DATASET_FILE) if read_optional is not None else None
+    dataset = read_optional(DATASET_FILE)
     if dataset is not None:
         where_cases = where[DATASET_FILE]
         cases = parse_dataset(_decode(dataset, where_cases), meta.dataset.sha256, where_cases)

@@ -79,18 +79,14 @@ def check_mergeable(parts: list[RunArtifact]) -> None:
     first = parts[0]
     seen: dict[int, str] = {}
     for part in parts:
-        if part.meta.shard is None:
-            raise DataError(f"{part.source}: not a shard (run.json has no shard); only shards are merged")
-        if part.meta.shard.count != _shard(first).count:
+        shard = _shard(part)
+        if shard.count != _shard(first).count:
             raise DataError(
-                f"{part.source}: shard count {part.meta.shard.count} differs from {first.source}'s "
-                f"{_shard(first).count}"
+                f"{part.source}: shard count {shard.count} differs from {first.source}'s {_shard(first).count}"
             )
-        if part.meta.shard.index in seen:
-            raise DataError(
-                f"{part.source}: shard {part.meta.shard.index} also given as {seen[part.meta.shard.index]}"
-            )
-        seen[part.meta.shard.index] = part.source
+        if shard.index in seen:
+            raise DataError(f"{part.source}: shard {shard.index} also given as {seen[shard.index]}")
+        seen[shard.index] = part.source
         for name in _MUST_AGREE:
             mine, theirs = getattr(part.meta, name), getattr(first.meta, name)
             if mine != theirs:
