@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
-from gate.adapters.sandbox import untrusted_environment
+from gate.adapters.sandbox import active, untrusted_environment
 from gate.adapters.secrets import is_withheld
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
@@ -70,7 +70,6 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
     adapter = config.adapter
     if adapter.type == "python" or adapter.type in FRAMEWORK_PACKAGES:
         from gate.adapters.python import PythonWorkerAdapter, worker_argv
-        from gate.adapters.sandbox import active
 
         # Framework adapters are python pipelines too: the worker builds the same object.
         sandbox = active()

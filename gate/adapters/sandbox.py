@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.adapters.secrets import FILE_COMMAND_VARIABLES, is_withheld
+from gate.adapters.secrets import pipeline_environment
 
 # Variables an untrusted process may see even under the allow-list (no credential among them).
 BASE_VARIABLES: frozenset[str] = frozenset(
@@ -111,10 +111,6 @@ class Sandbox:
             sandbox.venv = Path(venv)
         return sandbox
 
-    @property
-    def switches_user(self) -> bool:
-        return self.uid is not None
-
     def prepare(self) -> None:
         """Create the private home (owned by the sandbox user) once."""
         if self.home is not None:
@@ -134,11 +130,10 @@ class Sandbox:
     ) -> dict[str, str]:
         """The allow-listed environment of an untrusted process."""
         allowed = set(passthrough)
-        kept = {
+        kept = {  # the allow-list, over what the secrets rule leaves (no name let through anyway)
             name: value
-            for name, value in variables.items()
-            if (name in BASE_VARIABLES or name.startswith(CONTEXT_PREFIXES) or name in allowed)
-            and not is_withheld(name, judge_key_env)
+            for name, value in pipeline_environment(variables, judge_key_env).items()
+            if name in BASE_VARIABLES or name.startswith(CONTEXT_PREFIXES) or name in allowed
         }
         if self.home is not None:
             kept["HOME"] = str(self.home)
@@ -229,8 +224,6 @@ def untrusted_environment(
     variables: Mapping[str, str], judge_key_env: str | None, passthrough: Iterable[str] = ()
 ) -> dict[str, str]:
     """The environment of an untrusted process under the active sandbox, or the deny-list one."""
-    from gate.adapters.secrets import pipeline_environment
-
     sandbox = active()
     if sandbox is None:
         return pipeline_environment(variables, judge_key_env, passthrough)
@@ -240,7 +233,6 @@ def untrusted_environment(
 
 __all__ = [
     "BASE_VARIABLES",
-    "FILE_COMMAND_VARIABLES",
     "Sandbox",
     "activate",
     "active",

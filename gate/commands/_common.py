@@ -70,7 +70,5 @@ def error_lines(errors: list[tuple[str, int]], limit: int = 5, width: int = 300)
         lines.append(f"{n} × {text if len(text) <= width else text[: width - 1] + '…'}")
     rest = errors[limit:]
     if rest:
-        lines.append(
-            f"… {len(rest)} other message{'s' if len(rest) != 1 else ''} ({sum(n for _, n in rest)} cases)"
-        )
+        lines.append(f"… {count(len(rest), 'other message')} ({sum(n for _, n in rest)} cases)")
     return lines

@@ -18,6 +18,7 @@ for ``run``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 from collections import defaultdict
@@ -110,14 +111,14 @@ def run(args: argparse.Namespace, env: Environment) -> int:
 
 def _smoke(config: Config, env: Environment, dataset: Dataset, n: int) -> int:
     """Run the first ``n`` cases end to end in a temporary directory and print what came back."""
-    from gate.model.dataset import write_cases
+    from gate.model.dataset import dataset_sha256
     from gate.run.artifact_io import read_artifact
     from gate.run.runner import execute_run, store_path
 
     cases = dataset.cases[:n]
     with tempfile.TemporaryDirectory(prefix="ragproof-smoke-") as tmp:
         folder = Path(tmp)
-        write_cases(folder / "cases.jsonl", cases)
+        subset = dataclasses.replace(dataset, cases=cases, sha256=dataset_sha256(cases))
         # The run's own store is temporary; the judge cache stays the configured one, so the
         # verdicts paid for here serve the real run.
         judge = config.judge.model_copy(
@@ -125,12 +126,11 @@ def _smoke(config: Config, env: Environment, dataset: Dataset, n: int) -> int:
         )
         smoke_config = config.model_copy(
             update={
-                "dataset": str(folder / "cases.jsonl"),
                 "run": config.run.model_copy(update={"store": str(folder / "store.sqlite")}),
                 "judge": judge,
             }
         )
-        outcome = execute_run(smoke_config, env, folder / "run", progress=False)
+        outcome = execute_run(smoke_config, env, folder / "run", progress=False, dataset=subset)
         rows = read_artifact(outcome.artifact_dir).rows
     print(f"smoke: {count(len(cases), 'case')} end to end, k {config.run.k}: {outcome.status}")
     for line in _table(rows):

@@ -39,10 +39,4 @@ def registry() -> dict[str, MetricSpec]:
     return {spec.name: spec for spec in ordered}
 
 
-def distinct_name(name: str) -> str:
-    """The metric whose number ``name`` reports: the original of an alias, else ``name`` itself."""
-    spec = registry().get(name)
-    return spec.same_as if spec is not None and spec.same_as else name
-
-
-__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "ScoringContext", "distinct_name", "registry"]
+__all__ = ["REGISTRY", "MetricResult", "MetricSpec", "ScoringContext", "registry"]

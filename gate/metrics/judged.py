@@ -61,10 +61,6 @@ def context_payload(output: CaseOutput) -> list[dict[str, str]]:
     return [{"id": c.id, "text": c.text} for c in output.context_chunks() or []]
 
 
-def _answer_text(output: CaseOutput) -> str:
-    return output.answer_text if output.answer is not None else ""
-
-
 def _ask(ctx: ScoringContext, task: str, inputs: dict[str, Any]) -> Verdict | MetricResult:
     try:
         return ctx.judge_session().ask(task, inputs)
@@ -84,7 +80,7 @@ def _fraction(flags: list[bool], verdict: Verdict, empty_reason: str) -> MetricR
 
 def _supported_claims(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Supported claims / claims of the answer, from the one "claims" verdict; none -> not_applicable."""
-    inputs = {"question": case.question, "answer": _answer_text(output), "context": context_payload(output)}
+    inputs = {"question": case.question, "answer": output.answer_text, "context": context_payload(output)}
     verdict = _ask(ctx, "claims", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
@@ -123,7 +119,7 @@ def citation_support(case: Case, output: CaseOutput, ctx: ScoringContext) -> Met
         return MetricResult.scored(0.0, judge={"not_in_context": not_in_context, "calls": 0})
     inputs = {
         "question": case.question,
-        "answer": _answer_text(output),
+        "answer": output.answer_text,
         "cited": [{"id": cid, "text": chunks[cid]} for cid in judged],
     }
     verdict = _ask(ctx, "citation_support", inputs)
@@ -154,7 +150,7 @@ def _band(
 @metric("generation.answer_relevance", kind="judge", needs=("answer", "judge"))
 def answer_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Three bands: relevant 1.0, partial 0.5, irrelevant 0.0 (one judge call)."""
-    inputs = {"question": case.question, "answer": _answer_text(output)}
+    inputs = {"question": case.question, "answer": output.answer_text}
     return _band("answer_relevance", AnswerRelevanceReply, ANSWER_RELEVANCE_BANDS, inputs, ctx)
 
 
@@ -164,7 +160,7 @@ def completeness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricR
     inputs = {
         "question": case.question,
         "expected_answer": case.expected_answer,
-        "answer": _answer_text(output),
+        "answer": output.answer_text,
     }
     return _band("completeness", CompletenessReply, COMPLETENESS_BANDS, inputs, ctx)
 
@@ -215,7 +211,7 @@ def context_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
 @metric("judge.faithfulness", kind="judge", needs=("answer", "context", "judge"))
 def faithfulness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """1.0 when every claim of the answer is entailed by the context, else 0.0 (one call)."""
-    inputs = {"question": case.question, "answer": _answer_text(output), "context": context_payload(output)}
+    inputs = {"question": case.question, "answer": output.answer_text, "context": context_payload(output)}
     verdict = _ask(ctx, "faithfulness", inputs)
     if isinstance(verdict, MetricResult):
         return verdict
