@@ -1,8 +1,9 @@
 """Lines of a YAML document for error locations: a pydantic ``loc`` -> the line that holds it.
 
 ``yaml.safe_load`` returns plain dicts and lists without positions, so a validation error
-could only name the dotted field. :class:`YamlLines` composes the same text into PyYAML's node
-graph (whose marks carry positions) and walks it along the error location: mapping keys by
+could only name the dotted field. :meth:`YamlLines.load` keeps PyYAML's node graph (whose marks
+carry positions) of the one parse the data is built from, and :meth:`YamlLines.line_of` walks it
+along the error location: mapping keys by
 their scalar value, sequence items by index. The line named is the one of the deepest node
 found: the key itself for an unknown or wrongly-typed key, the enclosing key for a missing one
 (``adapter.target`` absent -> the ``adapter:`` line). Lines are 1-based.
@@ -11,6 +12,7 @@ found: the key itself for an unknown or wrongly-typed key, the enclosing key for
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import yaml
 
@@ -18,11 +20,20 @@ import yaml
 class YamlLines:
     """Line lookup over one YAML document (the first, as ``safe_load`` reads)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, root: yaml.Node | None) -> None:
+        self._root = root
+
+    @classmethod
+    def load(cls, text: str) -> tuple[Any, YamlLines]:
+        """``yaml.safe_load(text)`` and its lines from one parse (what ``safe_load`` does
+        inside: compose the node graph, then construct the data from it). Raises YAMLError."""
+        loader = yaml.SafeLoader(text)
         try:
-            self._root: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.YAMLError:
-            self._root = None
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+        return data, cls(root)
 
     @property
     def root(self) -> yaml.Node | None:

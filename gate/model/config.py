@@ -396,10 +396,10 @@ def load_config(
     p = Path(path)
     text = read_text_file(p, "config", UsageError)
     try:
-        data = yaml.safe_load(text)
+        data, lines = YamlLines.load(text)
     except yaml.YAMLError as exc:
         where, problem = yaml_problem(p, exc)
         raise UsageError(f"{where}: {problem}") from None
     if data is None:
         raise UsageError(f"{p}: config file is empty; expected at least 'dataset' and 'adapter'")
-    return parse_config(data, p, env, metric_names=metric_names, lines=YamlLines(text))
+    return parse_config(data, p, env, metric_names=metric_names, lines=lines)

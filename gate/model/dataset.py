@@ -185,11 +185,10 @@ def _read_yaml(path: Path, text: str) -> tuple[list[tuple[Any, str]], list[LineO
     when the node cannot be found.
     """
     try:
-        data = yaml.safe_load(text)
+        data, lines = YamlLines.load(text)
     except yaml.YAMLError as exc:
         where, problem = yaml_problem(path, exc)
         raise DataError(f"{where}: invalid YAML ({problem})") from None
-    lines = YamlLines(text)
     items_node = lines.root
     version = None
     if isinstance(data, dict):
