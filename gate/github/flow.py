@@ -30,6 +30,7 @@ its raw outputs; a maintainer's accept label turns review or block into a succes
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -578,7 +579,7 @@ class ActionFlow:
         env = Environment(variables=variables, cwd=self.pipeline_env.cwd, stderr_is_tty=False)
         try:
             return self.run_pipeline(
-                TrustedPolicy(config, policy.dataset, policy.change, policy.source),
+                dataclasses.replace(policy, config=config),
                 env=env,
                 out_dir=scratch / "run",
             )

@@ -159,7 +159,6 @@ class TrustedPolicy:
     config: Config
     dataset: Dataset | None  # None: the config's own dataset (no baseline to take it from)
     change: PolicyChange
-    source: str  # "baseline" | "no baseline" | "pull request (the baseline records no policy)"
 
 
 def _passthrough(names: list[str], judge_key_env: str, pull_key_env: str, change: PolicyChange) -> list[str]:
@@ -193,8 +192,8 @@ def trusted_policy(
     cases = baseline.cases if baseline is not None else None
     data = dict(pull_data)
     dataset: Dataset | None = None
+    from_baseline = baseline is not None and recorded is not None and cases is not None
     if baseline is not None and recorded is not None and cases is not None:
-        source = "baseline"
         for section in POLICY_KEYS:
             if section in recorded:
                 data[section] = recorded[section]
@@ -213,16 +212,14 @@ def trusted_policy(
             change.problems.append(f"The pull request's dataset cannot be read: {exc}")
         else:
             case_changes(dataset, pull_cases, change)
-    elif baseline is not None:
-        source = "pull request (the baseline records no policy)"
-        change.problems.append(
-            f"The baseline run {baseline.meta.run_id} records no configuration or dataset (written by an "
-            "older ragproof): the pull request's own ragproof.yaml and dataset were used. Re-run the "
-            "baseline workflow on the default branch to record them."
-        )
-        data["judge"] = {k: v for k, v in pull_data["judge"].items() if k not in JUDGE_ENDPOINT}
     else:
-        source = "no baseline"
+        if baseline is not None:
+            change.problems.append(
+                f"The baseline run {baseline.meta.run_id} records no configuration or dataset (written by an "
+                "older ragproof): the pull request's own ragproof.yaml and dataset were used. Re-run the "
+                "baseline workflow on the default branch to record them."
+            )
+        # the judge's endpoint and key never come from the pull request's file
         data["judge"] = {k: v for k, v in pull_data["judge"].items() if k not in JUDGE_ENDPOINT}
     judge_section = dict(data.get("judge") or {})
     judge_section.update(judge)
@@ -234,7 +231,7 @@ def trusted_policy(
     names = _passthrough(
         list(adapter.get("env_passthrough") or []), effective_judge_key, pull.judge.api_key_env, change
     )
-    if source == "baseline" and recorded is not None:
+    if from_baseline and recorded is not None:
         trusted = set((recorded.get("adapter") or {}).get("env_passthrough") or [])
         added = [name for name in names if name not in trusted]
         if added:
@@ -247,4 +244,4 @@ def trusted_policy(
     data["adapter"] = adapter
     config = validated(Config, data, "policy from the baseline run (run.json config)", UsageError)
     config.base_dir = pull.base_dir
-    return TrustedPolicy(config, dataset, change, source)
+    return TrustedPolicy(config, dataset, change)

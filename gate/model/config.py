@@ -16,7 +16,7 @@ import json
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import yaml
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -220,6 +220,14 @@ class CompositeConfig(StrictModel):
         return v
 
 
+def _without_credentials(parts: SplitResult) -> SplitResult:
+    """``parts`` without a user name or password in its network location."""
+    if not (parts.username or parts.password):
+        return parts
+    port = f":{parts.port}" if parts.port else ""
+    return parts._replace(netloc=f"{parts.hostname or ''}{port}")
+
+
 class Config(StrictModel):
     FOREIGN_KEYS: ClassVar[dict[str, str]] = {
         "metrics": "metric names go in run.metrics (what is scored) and gate.metrics (how each gates)",
@@ -274,11 +282,7 @@ class Config(StrictModel):
                 if getattr(adapter, key) is not None:
                     identity[key] = getattr(adapter, key)
         elif adapter.type == "http":
-            parts = urlsplit(adapter.url or "")
-            if parts.username or parts.password:
-                port = f":{parts.port}" if parts.port else ""
-                parts = parts._replace(netloc=f"{parts.hostname or ''}{port}")
-            identity["url"] = urlunsplit(parts)
+            identity["url"] = urlunsplit(_without_credentials(urlsplit(adapter.url or "")))
             if (adapter.retrieve_path, adapter.answer_path) != ("/retrieve", "/answer"):
                 identity.update(retrieve_path=adapter.retrieve_path, answer_path=adapter.answer_path)
             identity["methods"] = list(adapter.methods)
@@ -292,16 +296,13 @@ class Config(StrictModel):
     def recorded(self) -> dict[str, Any]:
         """The resolved configuration as run.json records it: adapter header values and URL
         credentials redacted (the rest, policy included, is what a later gate reads back)."""
-        from urllib.parse import urlsplit, urlunsplit
-
         data = self.model_dump(mode="json")
         adapter = data["adapter"]
         adapter["headers"] = {name: "<redacted>" for name in adapter.get("headers") or {}}
         if adapter.get("url"):
             parts = urlsplit(adapter["url"])
             if parts.username or parts.password:
-                port = f":{parts.port}" if parts.port else ""
-                adapter["url"] = urlunsplit(parts._replace(netloc=f"{parts.hostname or ''}{port}"))
+                adapter["url"] = urlunsplit(_without_credentials(parts))
         return data
 
     def config_hash(self) -> str:
