@@ -115,7 +115,9 @@ def test_an_acceptance_holds_for_its_commit_only(tmp_path: Path, server: GitHubS
     assert renewed.outputs["accepted-by"] == "mia"
 
 
-def test_a_label_applied_while_the_commit_passes_is_recorded_for_it(tmp_path: Path, server: GitHubServer) -> None:
+def test_a_label_applied_while_the_commit_passes_is_recorded_for_it(
+    tmp_path: Path, server: GitHubServer
+) -> None:
     """Labeled on a passing commit: nothing to accept yet, but the record is kept, so a later run
     of the same commit that blocks (here the pipeline's behaviour changes through the job's
     environment, not its code) is accepted."""

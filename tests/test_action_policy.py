@@ -145,10 +145,13 @@ def test_the_variables_the_pipeline_may_see_are_the_baselines_choice(
     assert seen["DEPLOY_PASSWORD"] is False
     assert result.outputs["decision"] == "review"  # a pass, but the pull request changed the policy
     body = _ours(server.state)[0]["body"]
-    assert md_escape(
-        "adapter.env_passthrough adds DEPLOY_PASSWORD, which the baseline's configuration does not pass "
-        "to the pipeline: ignored until merged."
-    ) in body
+    assert (
+        md_escape(
+            "adapter.env_passthrough adds DEPLOY_PASSWORD, which the baseline's configuration does not pass "
+            "to the pipeline: ignored until merged."
+        )
+        in body
+    )
     # the names the baseline lists still reach the pipeline (the fixture's own PIPELINE_* variables)
     rows = [json.loads(x) for x in (workspace / ".ragproof" / "run" / "rows.jsonl").read_text().splitlines()]
     assert len(rows) == 20 and {r["status"] for r in rows} == {"ok"}

@@ -260,11 +260,11 @@ def test_replayed_chunks_pass_the_same_boundary(tmp_path: Path) -> None:
     assert [c.id for c in output.answer.retrieved_chunks or []] == ["y"]  # type: ignore[union-attr]
 
 
-RETRIEVAL_ONLY = '''
+RETRIEVAL_ONLY = """
 class Pipeline:
     def retrieve(self, question, k):
         return [{"id": "doc-1", "text": "Refunds are accepted within 30 days."}]
-'''
+"""
 
 
 def test_a_retrieval_only_pipeline_gets_no_answer_warning(tmp_path: Path) -> None:

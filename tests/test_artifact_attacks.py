@@ -293,14 +293,17 @@ def test_many_small_distinct_rows_are_refused_beyond_the_case_count(
             for start in range(0, 1_000_000, 10_000):
                 member.write(
                     "".join(
-                        f'{{"case_id":"x{i}","kind":"qa","status":"ok"}}\n' for i in range(start, start + 10_000)
+                        f'{{"case_id":"x{i}","kind":"qa","status":"ok"}}\n'
+                        for i in range(start, start + 10_000)
                     ).encode()
                 )
     assert json.loads(good[RUN_FILE])["dataset"]["case_count"] == 20
     assert_refused(path, f"{path}/{ROWS_FILE}:21: more rows than run.json's dataset.case_count 20")
 
 
-def test_a_case_count_beyond_the_limit_is_refused_from_run_json(tmp_path: Path, good: dict[str, bytes]) -> None:
+def test_a_case_count_beyond_the_limit_is_refused_from_run_json(
+    tmp_path: Path, good: dict[str, bytes]
+) -> None:
     from gate.model.dataset import MAX_CASES
 
     meta = json.loads(good[RUN_FILE])

@@ -126,7 +126,11 @@ def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> Actio
     if not (tmp_path / "workspace").exists():
         _project(tmp_path)
     # a new commit of the workspace as it is, or (same_commit) a second run of the same one
-    head = checkout_head(tmp_path / "workspace") if kw.pop("same_commit", False) else checkout(tmp_path / "workspace")
+    head = (
+        checkout_head(tmp_path / "workspace")
+        if kw.pop("same_commit", False)
+        else checkout(tmp_path / "workspace")
+    )
     if kw.pop("move_head", True) and 7 in server.state.pulls:
         _as_pr_head(server.state, head)
     extra = {**SECRETS, "PIPELINE_MISSES": str(misses), **kw.pop("extra_env", {})}

@@ -466,7 +466,10 @@ def test_a_run_that_mostly_failed_exits_4_with_its_commonest_errors(tmp_path: Pa
     html = ragproof("report", "run", "--html", "r.html", cwd=tmp_path, env=_env())
     assert html.returncode == 0, html.stderr
     page = (tmp_path / "r.html").read_text()
-    assert '<tr><td class="num">5</td><td>adapter_error: retrieve raised RuntimeError: index offline</td></tr>' in page
+    assert (
+        '<tr><td class="num">5</td><td>adapter_error: retrieve raised RuntimeError: index offline</td></tr>'
+        in page
+    )
 
 
 def test_a_failure_rate_within_run_max_failure_rate_exits_0(tmp_path: Path) -> None:

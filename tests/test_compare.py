@@ -410,8 +410,16 @@ def test_composites_of_runs_without_weights_are_skipped_by_design_not_unscored()
 def test_the_arithmetic_composite_is_shown_but_does_not_gate_by_default():
     rows = [row(f"q{i}", {"composite.trust": 0.5, "composite.trust_arithmetic": 0.7}) for i in range(20)]
     runs = [artifact(meta(name), rows) for name in ("b", "c")]
-    gating = {g.metric: g.gating for g in compare_runs(*runs, GateConfig()).gates if g.metric.startswith("composite.")}
+    gating = {
+        g.metric: g.gating
+        for g in compare_runs(*runs, GateConfig()).gates
+        if g.metric.startswith("composite.")
+    }
     assert gating == {"composite.trust": True, "composite.trust_arithmetic": False}
     named = GateConfig(include=["composite.trust", "composite.trust_arithmetic"])
-    (gate,) = [g for g in compare_runs(*runs, named).gates if g.metric == "composite.trust_arithmetic" and g.slice == "all"]
+    (gate,) = [
+        g
+        for g in compare_runs(*runs, named).gates
+        if g.metric == "composite.trust_arithmetic" and g.slice == "all"
+    ]
     assert gate.gating

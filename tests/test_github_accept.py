@@ -30,7 +30,10 @@ def test_the_record_is_read_from_the_second_line_only() -> None:
     assert recorded_acceptance(f"{MARK}\n<!-- ragproof:accepted sha={SHA[:7]} by=mia -->") is None
     assert recorded_acceptance(f"{MARK}\n<!-- ragproof:accepted sha={SHA.upper()} by=mia -->") is None
     assert recorded_acceptance(f"{MARK}\n{record} and more") is None
-    assert recorded_acceptance(f"{MARK}\n{record_line(SHA, 'github-actions[bot]')}") == (SHA, "github-actions[bot]")
+    assert recorded_acceptance(f"{MARK}\n{record_line(SHA, 'github-actions[bot]')}") == (
+        SHA,
+        "github-actions[bot]",
+    )
 
 
 def test_what_started_the_run() -> None:

@@ -146,8 +146,14 @@ def _unusable_run(server: GitHubServer, tmp_path: Path, commit: str, **kw) -> in
     ("kw", "why"),
     [
         # 20 of 20 cases failed: every candidate would "improve" on it
-        ({"failed": 20}, "adapter-failure rate 1.0000 (20 of 20 cases failed) exceeds run.max_failure_rate 0.5"),
-        ({"failed": 11}, "adapter-failure rate 0.5500 (11 of 20 cases failed) exceeds run.max_failure_rate 0.5"),
+        (
+            {"failed": 20},
+            "adapter-failure rate 1.0000 (20 of 20 cases failed) exceeds run.max_failure_rate 0.5",
+        ),
+        (
+            {"failed": 11},
+            "adapter-failure rate 0.5500 (11 of 20 cases failed) exceeds run.max_failure_rate 0.5",
+        ),
         ({"status": "aborted:budget"}, "status aborted:budget, not complete"),
         ({"status": "partial"}, "status partial, not complete"),
         ({"values": []}, "it has no rows"),

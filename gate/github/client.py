@@ -373,7 +373,8 @@ class GitHubClient:
                     else ""
                 )
                 raise GitHubAPIError(
-                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__}){hint}", endpoint=name
+                    f"GitHub API {name}: cannot reach {self.api_url} ({type(exc).__name__}){hint}",
+                    endpoint=name,
                 ) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 

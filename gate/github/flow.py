@@ -739,7 +739,9 @@ class ActionFlow:
                 if decides and accepted is not None and accepted.note():
                     first.insert(0, accepted.note() or "")
                 paired = PairedCases(comparison, search.baseline.artifact, candidate)
-                report = render_markdown(comparison, context=context, paired=paired) + self._notes(search, *first)
+                report = render_markdown(comparison, context=context, paired=paired) + self._notes(
+                    search, *first
+                )
                 title = check_title(comparison)
                 result = Result.decided(
                     decision,

@@ -541,7 +541,9 @@ def _comment_renderer(
         "folded_gates": folded_gates,
         "folded_underpowered": folded_underpowered,
         "passing_gates": counts["pass"],
-        "skipped": _skip_lines([g for g in gates if g.gating and g.decision == "skipped"], settings.min_pairs),
+        "skipped": _skip_lines(
+            [g for g in gates if g.gating and g.decision == "skipped"], settings.min_pairs
+        ),
         "not_gating": _not_gating_lines([g for g in gates if not g.gating]),
         "added": comparison.dataset.added[:10],
         "removed": comparison.dataset.removed[:10],
