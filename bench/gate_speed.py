@@ -13,9 +13,18 @@ is bootstrapped three ways:
 - Python loop: the textbook per-resample loop (``rng.randrange`` per draw), timed on one gate
   of 300 cases and extrapolated linearly in cases x resamples to the whole workload.
 
+A second workload, ``--workload artifacts``, is what a real run writes: 10,000 cases, each
+with a question, an expected answer, expected sources, five retrieved chunks of text, an
+answer citing two of them, the dataset copy (``dataset.jsonl``) in both artifacts; 8 metrics
+scored by the registry itself (the five retrieval metrics, citation validity, echo exact
+match and token F1) on 10 overlapping tag slices. It times ``ragproof compare BASE CAND
+--json`` end to end (best of ``--repeat`` runs, with peak memory) and its phases in one
+process: imports, reading the two artifacts, the comparison, the JSON.
+
 Peak memory is each subprocess's maximum resident set size. Usage::
 
-    python bench/gate_speed.py [--cases 10000] [--resamples 10000] [--quick]
+    python bench/gate_speed.py [--workload synthetic|artifacts|both] [--cases 10000]
+                               [--resamples 10000] [--quick] [--repeat 3]
 
 ``--quick`` times scipy on the gates of one metric and multiplies by the number of metrics.
 """
@@ -82,6 +91,109 @@ def build_runs(root: Path, cases: int, seed: int = 0) -> None:
             slices=["kind", "tags"],
         )
         write_artifact(root / run, meta, run_rows, summarize(run_rows, list(METRICS), ["kind", "tags"]))
+
+
+ARTIFACT_METRICS = (
+    "retrieval.precision_at_k",
+    "retrieval.recall_at_k",
+    "retrieval.mrr",
+    "retrieval.ndcg_at_k",
+    "retrieval.hit_rate_at_k",
+    "generation.citation_validity",
+    "echo.exact_match",
+    "answer.token_f1",
+)
+WORDS = ("retrieval", "answer", "source", "index", "token", "chunk", "policy", "billing", "refund")
+WORDS += ("account", "invoice", "export", "limit", "quota", "region", "backup", "restore", "release")
+
+
+def _text(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+def build_artifact_runs(root: Path, cases: int, seed: int = 0) -> None:
+    """Two full run artifacts (rows with text, dataset copies), scored by the registry's metrics."""
+    from gate.metrics import registry
+    from gate.metrics.aggregate import summarize
+    from gate.metrics.base import ScoringContext
+    from gate.model.artifact import DatasetInfo, Row, RunMeta, ToolInfo
+    from gate.model.dataset import Case, dataset_sha256
+    from gate.model.records import Answer, CaseOutput, Chunk
+    from gate.run.artifact_io import write_artifact
+    from gate.run.scoring import score_case
+
+    registry()
+    rng = random.Random(seed)
+    ctx = ScoringContext(k=5)
+    dataset: list[Case] = []
+    for i in range(cases):
+        doc = f"doc-{i % 2000:04d}"
+        dataset.append(
+            Case(
+                id=f"case-{i:05d}",
+                question=_text(rng, 14) + "?",
+                expected_answer=_text(rng, 8),
+                expected_source_ids=[f"{doc}#0", f"{doc}#1"],
+                tags=[f"slice:{s}" for s in range(SLICES) if rng.random() < 0.25],
+                metadata={"document_id": doc, "topic": f"topic-{i % 12}"},
+            )
+        )
+    sha = dataset_sha256(dataset)
+    for run in ("baseline", "candidate"):
+        run_rng = random.Random(f"{seed}-{run}")
+        rows = []
+        for case in dataset:
+            doc = case.metadata["document_id"]
+            hits = [f"{doc}#{j}" for j in range(2) if run_rng.random() < 0.7]
+            others = [f"doc-{run_rng.randrange(2000):04d}#{run_rng.randrange(4)}" for _ in range(5)]
+            ids = (hits + others)[:5]
+            run_rng.shuffle(ids)
+            chunks = [
+                Chunk(
+                    id=cid,
+                    text=_text(run_rng, 60),
+                    score=round(1 - j / 10, 3),
+                    metadata={"document_id": cid.split("#")[0]},
+                )
+                for j, cid in enumerate(ids)
+            ]
+            expected = case.expected_answer or ""
+            answer_text = expected if run_rng.random() < 0.5 else _text(run_rng, 30)
+            answer = Answer(
+                text=answer_text,
+                citations=[ids[0], ids[1]] if run_rng.random() < 0.9 else [ids[0], "nowhere"],
+            )
+            output = CaseOutput(retrieved=chunks, answer=answer, supports_retrieve=True, supports_answer=True)
+            rows.append(
+                Row(
+                    case_id=case.id,
+                    position=len(rows),
+                    kind=case.kind,
+                    tags=list(case.tags),
+                    metadata=dict(case.metadata),
+                    question=case.question,
+                    expected_answer=case.expected_answer,
+                    expected_source_ids=list(case.expected_source_ids),
+                    status="ok",
+                    latency_ms=round(run_rng.uniform(20, 400), 3),
+                    retrieved=chunks,
+                    answer=answer,
+                    metrics=score_case(case, output, ctx, ARTIFACT_METRICS),
+                )
+            )
+        meta = RunMeta(
+            run_id=run,
+            created_at="2026-12-01T00:00:00Z",
+            tool=ToolInfo(version="bench"),
+            dataset=DatasetInfo(path="bench.jsonl", sha256=sha, case_count=cases),
+            config_hash="0" * 64,
+            k=5,
+            source_match="chunk",
+            metrics=list(ARTIFACT_METRICS),
+            slices=["kind", "tags"],
+        )
+        summary = summarize(rows, list(ARTIFACT_METRICS), ["kind", "tags"])
+        write_artifact(root / run, meta, rows, summary, cases=dataset)
 
 
 def write_config(root: Path, resamples: int) -> Path:
@@ -179,27 +291,54 @@ def python_loop_seconds_per_draw(n: int = 300, resamples: int = 10_000) -> float
     return (time.perf_counter() - start) / (n * resamples)
 
 
+def compare_timed(root: Path, config: Path) -> tuple[float, int, str]:
+    """``ragproof compare ROOT/baseline ROOT/candidate -c CONFIG --json ROOT/decision.json``, timed."""
+    base, cand, out = (str(root / name) for name in ("baseline", "candidate", "decision.json"))
+    return run_timed(RAGPROOF, "compare", base, cand, "-c", str(config), "--json", out)
+
+
+def artifacts_workload(cases: int, resamples: int, repeat: int) -> None:
+    """The full-artifact workload: best-of-``repeat`` end-to-end compare, then its phases."""
+    with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
+        root = Path(tmp)
+        build_artifact_runs(root, cases)
+        config = write_config(root, resamples)
+        runs = [compare_timed(root, config) for _ in range(repeat)]
+        gates = len(json.loads((root / "decision.json").read_text())["gates"])
+        _, _, phases_out = run_timed(PHASES, str(root), str(resamples))
+        phases = json.loads(phases_out)
+        size = sum(f.stat().st_size for f in (root / "baseline").iterdir())
+    walls = sorted(wall for wall, _, _ in runs)
+    peak = max(peak for _, peak, _ in runs) / 1024
+    print(
+        f"artifacts workload: {cases} cases with text and dataset copies ({size / 1e6:.0f} MB an artifact), "
+        f"{len(ARTIFACT_METRICS)} metrics, {SLICES} overlapping slices, {resamples} resamples; {gates} gates"
+    )
+    print(
+        f"ragproof compare (end to end): best {walls[0]:.2f} s of {repeat} "
+        f"({', '.join(f'{w:.2f}' for w in walls)}), peak {peak:.0f} MB"
+    )
+    print("ragproof phases (in one process): " + ", ".join(f"{n} {s:.2f} s" for n, s in phases.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workload", choices=("synthetic", "artifacts", "both"), default="both")
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--resamples", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3, help="end-to-end runs of the artifacts workload")
     parser.add_argument("--quick", action="store_true", help="scipy on one metric's gates, extrapolated")
     args = parser.parse_args()
+    if args.workload in ("artifacts", "both"):
+        artifacts_workload(args.cases, args.resamples, args.repeat)
+    if args.workload == "artifacts":
+        return
     with tempfile.TemporaryDirectory(prefix="gate-bench-") as tmp:
         root = Path(tmp)
         build_runs(root, args.cases)
         config = write_config(root, args.resamples)
         out = root / "decision.json"
-        wall, peak_ours, _ = run_timed(
-            RAGPROOF,
-            "compare",
-            str(root / "baseline"),
-            str(root / "candidate"),
-            "-c",
-            str(config),
-            "--json",
-            str(out),
-        )
+        wall, peak_ours, _ = compare_timed(root, config)
         decision = json.loads(out.read_text())
         gates = len(decision["gates"])
         bootstrapped = [g for g in decision["gates"] if g["metric"] != "adapter.failure_rate"]

@@ -315,3 +315,57 @@ def test_merge_refuses_duplicates_and_unsharded_parts() -> None:
         merge_artifacts([whole])
     with pytest.raises(DataError, match="shard count 3 differs"):
         merge_artifacts([_part(1, 2, []), _part(2, 3, [])])
+
+
+def _dataset_run(tmp_path: Path, cases: list[Any]) -> Path:
+    from gate.model.dataset import dataset_sha256
+
+    meta = _meta(dataset=DatasetInfo(path="cases.jsonl", sha256=dataset_sha256(cases), case_count=len(cases)))
+    rows = [_row(c.id, i) for i, c in enumerate(cases)]
+    return write_artifact(tmp_path / "run", meta, rows, _summary(len(rows)), cases=cases)
+
+
+def _cases() -> list[Any]:
+    from gate.model.dataset import Case
+
+    return [
+        Case(id="a", question="What is é?", expected_source_ids=["d1"], tags=["t:1"], metadata={"n": 1}),
+        Case(id="b", question="Why\u2028not?", kind="unanswerable", relevance={"d2": 2.0}),
+    ]
+
+
+def test_the_dataset_copy_reads_back_as_the_cases_written(tmp_path: Path) -> None:
+    cases = _cases()
+    assert read_artifact(_dataset_run(tmp_path, cases)).cases == tuple(cases)
+
+
+def test_a_dataset_copy_in_another_layout_still_reads_when_its_cases_hash_to_run_json(tmp_path: Path) -> None:
+    # Keys in another order and spaces: not the file's own sha256, the canonical one matches.
+    out = _dataset_run(tmp_path, _cases())
+    text = (out / "dataset.jsonl").read_text()
+    lines = [json.dumps(dict(reversed(json.loads(line).items()))) for line in text.split("\n") if line]
+    (out / "dataset.jsonl").write_text("\n".join(lines) + "\n\n")
+    assert [c.id for c in read_artifact(out).cases or ()] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda ls: [ls[0], ls[1].replace('"question":"Why', '"question":1,"x":"Why')], "dataset.jsonl:2: "),
+        (lambda ls: [ls[0], ls[0]], "dataset.jsonl:2: id: duplicate case id 'a'"),
+    ],
+)
+def test_a_bad_dataset_copy_whose_bytes_match_run_json_names_its_line(
+    tmp_path: Path, edit: Any, message: str
+) -> None:
+    # run.json carries the sha256 of the edited file's own bytes: only validation can refuse it.
+    import hashlib
+
+    out = _dataset_run(tmp_path, _cases())
+    text = "\n".join(edit((out / "dataset.jsonl").read_text().split("\n")[:2])) + "\n"
+    (out / "dataset.jsonl").write_text(text)
+    run = json.loads((out / RUN_FILE).read_text())
+    run["dataset"]["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    (out / RUN_FILE).write_text(json.dumps(run))
+    with pytest.raises(DataError, match=message.replace("(", r"\(")):
+        read_artifact(out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import math
 import os
@@ -36,7 +37,7 @@ from gate.model.artifact import (
     RunMeta,
     Summary,
 )
-from gate.model.dataset import Case, dataset_lines, dataset_sha256, jsonl_records, parse_cases
+from gate.model.dataset import MAX_CASES, Case, dataset_lines, dataset_sha256, jsonl_records, parse_cases
 from gate.run.zipread import open_zip, read_zip_member, zip_member_stream, zip_members
 
 # Caps for reading an artifact, which may come from an untrusted pull request. Every cap
@@ -358,11 +359,35 @@ def parse_rows(stream: IO[bytes], where: str, max_rows: int) -> list[Row]:
 
 
 def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:
-    """``dataset.jsonl`` validated case by case; its sha256 must be run.json's ``dataset.sha256``."""
-    records = jsonl_records(where, text)
-    cases = parse_cases(records)
+    """``dataset.jsonl`` validated case by case; its sha256 must be run.json's ``dataset.sha256``.
+
+    The sha256 is that of the canonical case lines (:func:`gate.model.dataset.dataset_lines`),
+    which is what the run writes. When the file's own bytes hash to it, they are those lines
+    (or a text no canonical dataset can hash to, which then reads as a different dataset):
+    the cases are validated straight from each line, without rebuilding the canonical text.
+    Anything that path refuses is read again the long way, which names the line and field.
+    """
+    with _collector_paused():
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() == sha256:
+            cases = _canonical_cases(text)
+            if cases is not None:
+                return cases
+        cases = parse_cases(jsonl_records(where, text))
     if dataset_sha256(cases) != sha256:
         raise DataError(f"{where}: sha256 of the cases does not match run.json's dataset.sha256")
+    return cases
+
+
+def _canonical_cases(text: str) -> tuple[Case, ...] | None:
+    """The cases of a canonical dataset text, or None when any line fails (or ids repeat, or
+    there are too many): the caller then reports the problem with its line."""
+    validate = Case.__pydantic_validator__.validate_json
+    try:
+        cases = tuple(validate(line) for line in text.split("\n") if line and not line.isspace())
+    except (ValidationError, ValueError):
+        return None
+    if len(cases) > MAX_CASES or len({case.id for case in cases}) != len(cases):
+        return None
     return cases
 
 
