@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -38,15 +38,15 @@ from gate.decision.comparison import (
 from gate.decision.decide import (
     FAILURE_RATE_METRIC,
     MetricPolicy,
-    Outcome,
     counts_toward_overall,
+    gate_cause,
     gate_decision,
     level_breach,
     metric_policy,
     nothing_compared,
-    overall_decision,
     skip_reason,
 )
+from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
@@ -132,20 +132,16 @@ def compare_runs(
     cluster_field, cluster_source = resolve_cluster_by(paired.candidate_rows, gate_config.cluster_by)
     clusters = cluster_labels(paired.candidate_rows, cluster_field) if cluster_field else None
     gate_results, family = decide_gates(gates, columns_of, gate_config, floor, clusters)
-    counted = (
-        g.decision
-        for g in gate_results
-        if g.gating
-        and counts_toward_overall(g.decision, g.underpowered, gate_config.underpowered, g.hi, g.margin)
+    verdict = comparison_verdict(
+        gate_results,
+        nothing_compared=nothing_compared((g.metric, g.decision) for g in gate_results if g.gating),
     )
-    overall = overall_decision(counted)
-    outcome: Outcome = overall
-    if overall == "pass" and nothing_compared((g.metric, g.decision) for g in gate_results if g.gating):
-        outcome = "none"
+    outcome = verdict.decision
     unscored = _unscored(baseline, candidate, names, columns_of, gate_config)
     return Comparison(
         overall=outcome,
         overall_reason=_nothing_compared(gate_results, paired, floor) if outcome == "none" else None,
+        verdict=verdict,
         baseline=RunIdentity.of(baseline),
         candidate=RunIdentity.of(candidate),
         settings=_settings(gate_config, floor, family, cluster_field, cluster_source),
@@ -587,7 +583,8 @@ def _decide_batch(
         skipped = skip_reason(n_pairs, floor)
         if skipped:
             delta = _finite(float(np.mean(cols.diff[g.mask]))) if n_pairs else None
-            out.append(GateResult(**common, delta=delta, decision="skipped", reason=skipped))
+            cause = gate_cause("skipped", gating=g.gating, lo=None, hi=None, margin=p.margin, method=None)
+            out.append(GateResult(**common, delta=delta, decision="skipped", cause=cause, reason=skipped))
             continue
         method = facts.method[i]
         clustered = method.startswith("cluster-")
@@ -596,6 +593,8 @@ def _decide_batch(
         decision, reason = gate_decision(
             lo, hi, block_hi, p.margin, nonzero=nonzero, needed_nonzero=needed_nonzero, method=method
         )
+        family_block = decision == "block"
+        breach_kind: Literal["floor", "ceiling"] | None = None
         cand_lo = cand_hi = None
         if i in batch.level_cols:
             low, high = batch.level_cols[i]
@@ -603,20 +602,31 @@ def _decide_batch(
                 cand_lo, cand_hi = float(lo_all[low]), float(hi_all[low])
             if high is not None:
                 cand_lo, cand_hi = -float(hi_all[high]), -float(lo_all[high])
-            breach = level_breach(
+            bounds = (
                 -float(block_all[high]) if high is not None else cand_lo,
                 float(block_all[low]) if low is not None else cand_hi,
-                p.floor,
-                p.ceiling,
             )
+            breach = level_breach(*bounds, p.floor, p.ceiling)
             if breach:
                 decision, reason = "block", breach
+                breach_kind = "floor" if level_breach(*bounds, p.floor, None) else "ceiling"
         se, sd = float(facts.se[i]), float(facts.sd[i])
         need = float(pairs_needed(sd if math.isfinite(sd) else 0.0, p.margin, confidence=cfg.confidence))
         pairs_to_pass = int(need) if math.isfinite(need) else None
         underpowered = decision != "pass" and pairs_to_pass is not None and n_pairs < pairs_to_pass
         if underpowered and decision == "review":
             reason = f"{reason}; underpowered: {pairs_to_pass} pairs needed to decide at margin {p.margin:g}"
+        counts = g.gating and counts_toward_overall(decision, underpowered, cfg.underpowered, hi, p.margin)
+        cause = gate_cause(
+            decision,
+            gating=g.gating,
+            lo=lo,
+            hi=hi,
+            margin=p.margin,
+            method=method,
+            breach=breach_kind,
+            family_block=family_block,
+        )
         # With no spread (no pair changed) there is no detectable effect to speak of.
         mde = _finite(mde_factor * se) if math.isfinite(se) and se > 0 else None
         out.append(
@@ -633,6 +643,9 @@ def _decide_batch(
                 candidate_lo=cand_lo,
                 candidate_hi=cand_hi,
                 decision=decision,
+                cause=cause,
+                counts=counts,
+                worse=hi < 0,
                 reason=reason,
                 mde=mde,
                 mde_exceeds_margin=bool(mde is not None and mde > p.margin),

@@ -11,10 +11,13 @@ from typing import Literal
 from pydantic import Field
 
 from gate.core.strict import StrictModel
-from gate.decision.decide import Decision, Outcome
+from gate.decision.decide import Decision, GateCause, Outcome, VerdictCause
 from gate.model.artifact import RunArtifact
 
-COMPARISON_SCHEMA_VERSION = 2  # 2: per-gate method, unit, block bound and power; family settings
+# 2: per-gate method, unit, block bound and power; family settings
+# 3: per-gate cause, counts and worse; the verdict (its cause, the gates worse on their own evidence,
+#    what the set rules out)
+COMPARISON_SCHEMA_VERSION = 3
 
 
 class RunIdentity(StrictModel):
@@ -153,6 +156,12 @@ class GateResult(StrictModel):
     candidate_hi: float | None = None
     block_hi: float | None = None  # the family-wise upper bound a block needs below zero
     decision: Decision
+    # why (one home: reports render it, never re-derive it)
+    cause: GateCause = GateCause.TOO_FEW_PAIRS
+    # its decision enters the overall one (a gating gate whose pass, review or block counts)
+    counts: bool = False
+    # its own interval lies wholly below zero (hi < 0), whatever the family says
+    worse: bool = False
     reason: str
     # smallest true drop that blocks with 80% probability at the family-wise level: (c + 0.84) SE
     mde: float | None = None
@@ -162,6 +171,45 @@ class GateResult(StrictModel):
     # cannot reach its margin with the pairs it has (n < pairs_needed) and did not pass
     underpowered: bool = False
     note: str | None = None  # why a shown gate does not count
+
+
+class GateRef(StrictModel):
+    """One gate named in the verdict, with its interval (oriented: positive = better)."""
+
+    metric: str
+    slice: str
+    n: int
+    delta: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    cause: GateCause
+
+    @classmethod
+    def of(cls, g: GateResult) -> GateRef:
+        return cls(metric=g.metric, slice=g.slice, n=g.n, delta=g.delta, lo=g.lo, hi=g.hi, cause=g.cause)
+
+
+class Verdict(StrictModel):
+    """The overall result and why: what the data decided, then the policy change and acceptance.
+
+    ``decision`` is final (exit code and check conclusion follow it); ``comparison_decision``
+    and ``comparison_cause`` are what the two runs alone decided.
+    """
+
+    decision: Outcome
+    cause: VerdictCause
+    comparison_decision: Outcome
+    comparison_cause: VerdictCause
+    # gating gates whose own interval lies wholly below zero and that neither review nor block,
+    # worst upper bound first
+    worse: list[GateRef] = Field(default_factory=list)
+    # the largest drop the `all` quality gates leave possible: max(0, -lo) over them (None: none decided)
+    ruled_out: float | None = None
+    # the pairs the margin needs on `all`: the largest pairs_needed of its quality gates that did not pass
+    cases_needed: int | None = None
+    policy_changed: bool = False
+    accepted_by: str | None = None
+    accepted_commit: str | None = None
 
 
 class CaseDrop(StrictModel):
@@ -177,6 +225,7 @@ class Comparison(StrictModel):
     overall: Outcome
     # why the overall result is "none" (nothing could be compared); None otherwise
     overall_reason: str | None = None
+    verdict: Verdict
     baseline: RunIdentity
     candidate: RunIdentity
     settings: Settings

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 
 from gate.core.errors import EXIT_FAILED, EXIT_OK
@@ -42,6 +43,58 @@ Outcome = Literal["pass", "review", "block", "none"]
 FAILURE_RATE_METRIC = "adapter.failure_rate"
 
 _SEVERITY: dict[str, int] = {"skipped": 0, "pass": 1, "review": 2, "block": 3}
+
+
+class GateCause(StrEnum):
+    """Why one gate decided what it did: the one home of that reason (reports render it).
+
+    Checked in this order: not gating, too few pairs, floor/ceiling breach, pass (lo >= -m:
+    passed on evidence, worse within the margin when hi < 0 too, no case changed), block (the
+    family-wise bound below zero), a drop confirmed over the family (review), then the
+    interval's shape for a gate that neither passed nor was confirmed: wholly below -margin,
+    wholly below zero, no case changed, or straddling -margin (inconclusive).
+    """
+
+    NOT_GATING = "not_gating"  # shown only (diagnostic, gate: false, direction unknown, ...)
+    TOO_FEW_PAIRS = "too_few_pairs"  # below the pairs floor: skipped
+    BELOW_FLOOR = "below_floor"  # the candidate's level lies wholly below gate.metrics min
+    ABOVE_CEILING = "above_ceiling"  # ... wholly above gate.metrics max
+    PASSED_ON_EVIDENCE = "passed_on_evidence"  # lo >= -margin with pairs that changed
+    WORSE_WITHIN_MARGIN = "worse_within_margin"  # lo >= -margin and hi < 0: a sure, small drop
+    NO_CASE_CHANGED = "no_case_changed"  # no pair changed (passes from 189 pairs at m = 0.02)
+    DROPPED_FAMILY_WISE = "dropped_family_wise"  # the family-wise upper bound lies below zero: block
+    DROP_CONFIRMED = "drop_confirmed"  # a drop significant over the family (FDR): review
+    DROPPED_BEYOND_MARGIN = "dropped_beyond_margin"  # hi < -margin, not confirmed by the family
+    WORSE_ON_OWN_EVIDENCE = "worse_on_own_evidence"  # hi < 0, not confirmed by the family
+    STRADDLES_MARGIN = "straddles_margin"  # lo < -margin <= hi and hi >= 0: inconclusive
+
+
+# Causes of gates worse on their own evidence (interval wholly below zero) that the family did
+# not turn into a review or block: the headline names them.
+UNCONFIRMED_WORSE = frozenset(
+    {GateCause.WORSE_WITHIN_MARGIN, GateCause.DROPPED_BEYOND_MARGIN, GateCause.WORSE_ON_OWN_EVIDENCE}
+)
+
+
+class VerdictCause(StrEnum):
+    """Why the overall result is what it is (``Verdict.cause``)."""
+
+    VERIFIED_WITHIN_MARGIN = "verified_within_margin"  # every decided quality gate passed on evidence
+    NO_REGRESSION_DETECTED = "no_regression_detected"  # nothing worse, but not every gate verified
+    WORSE_UNCONFIRMED = "worse_unconfirmed"  # gates worse on their own evidence, not confirmed
+    REVIEW = "review"  # a counted gate reviews
+    BLOCK = "block"  # a gating gate blocks
+    NOTHING_COMPARED = "nothing_compared"  # no quality gate could be decided
+    POLICY_CHANGED = "policy_changed"  # the data passed, but the gate policy changed: a person looks
+    ACCEPTED = "accepted"  # a maintainer accepted this commit's review or block
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """Who accepted a review or block, and on which commit."""
+
+    actor: str
+    commit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +202,48 @@ def gate_decision(
         "review",
         f"inconclusive: [{lo:+.4f}, {hi:+.4f}] reaches below -margin {-margin:+.4f} and above zero",
     )
+
+
+def gate_cause(
+    decision: str,
+    *,
+    gating: bool,
+    lo: float | None,
+    hi: float | None,
+    margin: float,
+    method: str | None,
+    breach: Literal["floor", "ceiling"] | None = None,
+    family_block: bool = False,
+    confirmed: bool = False,
+) -> GateCause:
+    """The typed reason behind one gate's ``decision`` (see :class:`GateCause` for the order).
+
+    ``family_block``: the family-wise bound blocked it; ``confirmed``: the family's
+    false-discovery control found its drop significant.
+    """
+    if not gating:
+        return GateCause.NOT_GATING
+    if decision == "skipped" or lo is None or hi is None:
+        return GateCause.TOO_FEW_PAIRS
+    if breach == "floor":
+        return GateCause.BELOW_FLOOR
+    if breach == "ceiling":
+        return GateCause.ABOVE_CEILING
+    if decision == "pass":
+        if method == "no-change":
+            return GateCause.NO_CASE_CHANGED
+        return GateCause.WORSE_WITHIN_MARGIN if hi < 0 else GateCause.PASSED_ON_EVIDENCE
+    if family_block:
+        return GateCause.DROPPED_FAMILY_WISE
+    if confirmed:
+        return GateCause.DROP_CONFIRMED
+    if hi < -margin:
+        return GateCause.DROPPED_BEYOND_MARGIN
+    if hi < 0:
+        return GateCause.WORSE_ON_OWN_EVIDENCE
+    if method == "no-change":
+        return GateCause.NO_CASE_CHANGED
+    return GateCause.STRADDLES_MARGIN
 
 
 def counts_toward_overall(
