@@ -9,15 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from log_commands import obeyed_commands
 
-from gate.github.workflow import (
-    ZERO_WIDTH_SPACE,
-    LogGuard,
-    NeutralisingStream,
-    WorkflowCommands,
-    escape_data,
-    neutralise,
-    parse_output_file,
-)
+from gate.boundary.logguard import ZERO_WIDTH_SPACE, LogGuard, NeutralisingStream, neutralise
+from gate.github.workflow import WorkflowCommands, escape_data, parse_output_file
 
 
 def _commands(tmp_path: Path) -> tuple[WorkflowCommands, io.StringIO]:

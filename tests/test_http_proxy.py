@@ -271,7 +271,7 @@ def test_judge_without_the_ca_bundle_is_a_judge_error(tmp_path: Path, ca: Privat
 def test_the_pipeline_keeps_the_proxy_settings_of_its_environment() -> None:
     # A pipeline's own HTTP clients read the same variables: they reach it unchanged (only
     # credentials are withheld).
-    from gate.adapters.secrets import pipeline_environment
+    from gate.boundary.secrets import pipeline_environment
 
     settings = {"HTTPS_PROXY": "http://p:1", "NO_PROXY": "x", "SSL_CERT_FILE": "/c"}
     assert pipeline_environment({**settings, "GITHUB_TOKEN": "t"}, None) == settings

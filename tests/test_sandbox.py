@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from github_helpers import REPO_ROOT
 
-from gate.adapters.sandbox import Sandbox
+from gate.boundary.sandbox import Sandbox
 
 JOB = {
     "PATH": "/usr/bin",
@@ -81,7 +81,7 @@ def test_the_user_is_switched_only_where_the_process_can() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_DUMPABLE) is Linux only")
 def test_the_process_holding_secrets_becomes_non_dumpable() -> None:
     code = (
-        "from gate.adapters.sandbox import is_dumpable, set_non_dumpable;"
+        "from gate.boundary.reexec import is_dumpable, set_non_dumpable;"
         "before = is_dumpable(); done = set_non_dumpable(); print(before, done, is_dumpable())"
     )
     out = subprocess.run(

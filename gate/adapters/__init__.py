@@ -16,8 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
-from gate.adapters.sandbox import active, untrusted_environment
-from gate.adapters.secrets import is_withheld
+from gate.boundary.sandbox import active, untrusted_environment
+from gate.boundary.secrets import is_withheld
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
 from gate.core.network import NetworkSettings
@@ -65,7 +65,7 @@ def build_adapter(config: Config, env: Environment, log_dir: Path) -> Adapter:
     """The adapter for ``config.adapter``; a pipeline process's stderr goes to ``log_dir``.
 
     python and command pipelines run in processes of their own, started through the active
-    sandbox (:mod:`gate.adapters.sandbox`); a python target is imported there, not here.
+    sandbox (:mod:`gate.boundary.sandbox`); a python target is imported there, not here.
     """
     adapter = config.adapter
     if adapter.type == "python" or adapter.type in FRAMEWORK_PACKAGES:

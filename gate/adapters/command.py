@@ -14,13 +14,13 @@ Requests are sent as soon as cases start, so up to ``adapter.concurrency`` cases
 and replies may come back in any order: they are matched by ``id``. Lines that are not a
 reply to a pending request are ignored (noted in the log). The process's stderr is appended
 to a log file kept with the run. Its environment is the caller's minus the withheld secrets
-(:mod:`gate.adapters.secrets`).
+(:mod:`gate.boundary.secrets`).
 
 If the process exits, requests in flight fail and are retried (up to ``adapter.retries``) on
 a fresh process; after ``MAX_CONSECUTIVE_EXITS`` exits with no reply in between the adapter
 stops restarting it and every further case is an adapter error.
 
-The process is started through the active sandbox (:mod:`gate.adapters.sandbox`): its own
+The process is started through the active sandbox (:mod:`gate.boundary.sandbox`): its own
 session, and in the action's image another user. With ``handshake`` (the python adapter's
 worker) the first line the process writes says what it serves, ``{"ready": true, "methods":
 [...]}``, or why it cannot, ``{"fatal": "..."}`` (a usage error). ``kill()`` stops the process
@@ -111,7 +111,7 @@ class CommandAdapter(CallAdapter):
         if self._log is None:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = open(self._log_path, "ab")  # noqa: SIM115 - kept open for the run
-        from gate.adapters.sandbox import active
+        from gate.boundary.sandbox import active
 
         sandbox = active()
         try:

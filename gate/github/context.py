@@ -28,16 +28,6 @@ from gate.github.models import EventPayload
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
 
-# Variables that hold credentials of the job; none of them may reach the pipeline under test.
-SECRET_VARIABLES = (
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "INPUT_GITHUB-TOKEN",
-    "ACTIONS_RUNTIME_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-)
-
 _CHECK_NAME = re.compile(r"[\w .:/=-]{1,100}")
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}

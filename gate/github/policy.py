@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.adapters.secrets import is_withheld
+from gate.boundary.secrets import is_withheld
 from gate.core.errors import DataError, UsageError, validated
 from gate.model.artifact import RunArtifact
 from gate.model.config import ENV_OVERRIDES, Config

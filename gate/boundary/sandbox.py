@@ -6,7 +6,7 @@ is started through it:
 
 - **environment**: an allow-list (:data:`BASE_VARIABLES`, the job's non-secret ``GITHUB_*`` /
   ``RUNNER_*`` context, names the config lists in ``adapter.env_passthrough``), minus every
-  withheld name (:mod:`gate.adapters.secrets`), so a secret the workflow passes in ``env:``
+  withheld name (:mod:`gate.boundary.secrets`), so a secret the workflow passes in ``env:``
   stays out too. The file-command variables (``GITHUB_ENV``, ``GITHUB_OUTPUT``, ...) are never
   passed.
 - **user**: when the process may switch users (root in the action's image) and a uid is
@@ -20,9 +20,8 @@ is started through it:
 Without an active sandbox (``ragproof run`` on a laptop) the old rule holds: the pipeline gets
 the caller's environment minus the withheld names, with the caller's rights.
 
-:func:`set_non_dumpable` is the other half: the process holding the secrets marks itself
-non-dumpable, so other processes without ``CAP_SYS_PTRACE`` (Docker's and podman's default
-capabilities exclude it) cannot read its ``/proc/PID/environ``, ``mem`` or file descriptors.
+The other half is :mod:`gate.boundary.reexec`: the process holding the secrets is non-dumpable
+and holds no secret in its environment.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gate.adapters.secrets import pipeline_environment
+from gate.boundary.secrets import pipeline_environment
 
 # Variables an untrusted process may see even under the allow-list (no credential among them).
 BASE_VARIABLES: frozenset[str] = frozenset(
@@ -58,32 +57,6 @@ CONTEXT_PREFIXES: tuple[str, ...] = ("GITHUB_", "RUNNER_", "LC_")
 
 UID_VARIABLE = "RAGPROOF_PIPELINE_UID"
 VENV_VARIABLE = "RAGPROOF_PIPELINE_VENV"
-
-
-def set_non_dumpable() -> bool:
-    """``prctl(PR_SET_DUMPABLE, 0)`` for this process; False where that is not available."""
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
-
-    pr_set_dumpable = 4
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(pr_set_dumpable, 0, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def is_dumpable() -> bool | None:
-    """This process's dumpable flag (``prctl(PR_GET_DUMPABLE)``), None where unknown."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return int(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)) == 1
-    except (OSError, AttributeError):
-        return None
 
 
 @dataclass
@@ -207,6 +180,20 @@ class Sandbox:
             self.home = None
 
 
+def refuse_writable_code(sandbox: Sandbox) -> None:
+    """UsageError when the sandbox user could change ragproof's own code (see ``writable_code``)."""
+    import gate
+    from gate.core.errors import UsageError
+
+    writable = sandbox.writable_code(Path(gate.__file__).resolve().parent)
+    if writable is not None:
+        raise UsageError(
+            f"{UID_VARIABLE}: ragproof's own code is writable by the pipeline user "
+            f"(uid {sandbox.uid}): {writable}; a pipeline could change the gate. Install ragproof "
+            "owned by root and not writable by that user (as the action's image does)"
+        )
+
+
 _ACTIVE: Sandbox | None = None
 
 
@@ -236,6 +223,5 @@ __all__ = [
     "Sandbox",
     "activate",
     "active",
-    "set_non_dumpable",
     "untrusted_environment",
 ]
