@@ -78,12 +78,15 @@ def test_init_then_validate_and_run_pass_with_the_installed_frameworks_stub(
         "judge": None,
         "label": None,
     }
-    requirement = {"python": "", "langchain": "ragproof[langchain]\n"}.get(
-        framework, f"ragproof[{framework}]\n"
-    )
+    # the project's own distribution name: the registry's "ragproof" is somebody else's package
+    requirement = "" if framework == "python" else f"ragproof-gate[{framework}]\n"
     assert (tmp_path / "requirements.txt").read_text() == (
         "# What the pipeline needs; the workflow installs it before the run.\n" + requirement
     )
+    # the starter k is a production-like depth, and the stub fills it (no short-retrieval warning)
+    assert config["run"]["k"] == 5
+    assert [len(r["retrieved"]) for r in rows] == [5, 5, 5, 5]
+    assert (tmp_path / ".gitignore").read_text() == "# ragproof's runs and judge cache\n.ragproof/\nruns/\n"
 
 
 def test_init_writes_the_pr_gate_workflow_and_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -102,3 +105,34 @@ def test_init_writes_the_pr_gate_workflow_and_refuses_to_overwrite(tmp_path: Pat
     forced = ragproof("init", "--framework", "python", "--force", cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert (tmp_path / "cases.jsonl").read_text() == (FILES / "cases.jsonl").read_text()
+
+
+def test_init_adds_the_output_directories_to_an_existing_gitignore_once(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("node_modules/\nruns\n")
+    done = ragproof("init", "--framework", "python", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"updated {tmp_path / '.gitignore'}" in done.stdout.splitlines()
+    assert (tmp_path / ".gitignore").read_text() == (
+        "node_modules/\nruns\n# ragproof's runs and judge cache\n.ragproof/\n"
+    )
+    again = ragproof("init", "--framework", "python", "--force", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / ".gitignore").read_text().count(".ragproof/") == 1
+
+
+def test_init_for_a_framework_that_is_not_installed_says_what_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['llama_index'] = None\n"
+        "from gate.cli import main\n"
+        "sys.exit(main(['init', '--framework', 'llamaindex']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "ragproof: warning: llamaindex is not installed here (llama_index.core does not import); "
+        "`ragproof validate` needs it: pip install 'ragproof-gate[llamaindex]'\n"
+    )
+    assert done.stdout.splitlines()[-1].startswith("pipeline stub: llamaindex. Next:")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gate import requirement
 from gate.adapters.base import Adapter, AdapterError, AdapterTimeout
 from gate.boundary.sandbox import active, untrusted_environment
 from gate.boundary.secrets import is_withheld
@@ -115,7 +116,8 @@ def check_adapter(config: Config, env: Environment, case_ids: list[str]) -> list
         package = FRAMEWORK_PACKAGES[adapter.type]
         if PathFinder.find_spec(package, sys.path) is None:
             raise UsageError(
-                f"adapter.type {adapter.type}: {package} is not installed (pip install 'ragproof[{adapter.type}]')"
+                f"adapter.type {adapter.type}: {package} is not installed "
+                f"(pip install '{requirement(adapter.type)}')"
             )
     if adapter.type in ("python", *FRAMEWORK_PACKAGES):
         assert adapter.target is not None

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from gate import requirement
 from gate.core.errors import UsageError
 from gate.model.config import AdapterConfig
 
@@ -315,5 +316,5 @@ def framework_pipeline(kind: str, target: Any, adapter: AdapterConfig, k: int) -
         return HaystackPipeline(target, adapter, k)
     except ModuleNotFoundError as exc:
         raise UsageError(
-            f"adapter.type {kind}: {exc.name} is not installed (pip install 'ragproof[{kind}]')"
+            f"adapter.type {kind}: {exc.name} is not installed (pip install '{requirement(kind)}')"
         ) from None

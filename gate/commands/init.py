@@ -2,18 +2,23 @@
 
 The stub is for the first framework found installed (LangChain, then LlamaIndex, then
 Haystack), else a plain python pipeline; ``--framework`` chooses. As written, everything
-passes ``ragproof validate`` and ``ragproof run``: the stub retrieves two placeholder notes
-and answers "I don't know." until it is edited. Existing files are never overwritten without
-``--force``; a requirements.txt is written only when there is none (the workflow installs it).
+passes ``ragproof validate`` and ``ragproof run``: the stub retrieves placeholder notes and answers
+"I don't know." until it is edited. Existing files are never overwritten without ``--force``;
+a requirements.txt is written only when there is none (the workflow installs it), and the
+entries for ragproof's output directories are added to .gitignore when missing. A framework
+chosen with ``--framework`` that is not installed is written anyway, with a line on stderr
+saying what to install.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate import requirement
 from gate.commands._common import resolve
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
@@ -22,6 +27,9 @@ HELP = "write a starter ragproof.yaml, dataset, GitHub workflow and pipeline stu
 
 FILES_DIR = Path(__file__).with_name("init_files")
 WORKFLOW = Path(".github") / "workflows" / "ragproof.yml"
+# ragproof's own output: the default run directory and the judge cache (.ragproof/), and the
+# directory docs/running.md uses for named runs (runs/). Never meant to be committed.
+IGNORED = (".ragproof/", "runs/")
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,7 @@ STUBS: dict[str, Stub] = {
     "langchain": Stub(
         "langchain_core",
         "pipeline:chain",
-        "ragproof[langchain]",
+        requirement("langchain"),
         "source",
         (
             "a Runnable whose output has 'answer' and 'context' (or a retriever); see",
@@ -49,14 +57,14 @@ STUBS: dict[str, Stub] = {
     "llamaindex": Stub(
         "llama_index.core",
         "pipeline:query_engine",
-        "ragproof[llamaindex]",
+        requirement("llamaindex"),
         None,
         ("a query engine, an index or a retriever; a node's ref_doc_id is its document id",),
     ),
     "haystack": Stub(
         "haystack",
         "pipeline:rag",
-        "ragproof[haystack]",
+        requirement("haystack"),
         "source",
         ("a Pipeline; name inputs / documents_output / answer_output when the graph has several",),
     ),
@@ -110,6 +118,20 @@ def render_config(framework: str) -> str:
     )
 
 
+def _ignore_outputs(path: Path) -> None:
+    """Add the ``IGNORED`` entries missing from the .gitignore at ``path`` (creating it)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [entry for entry in IGNORED if entry not in present and entry.rstrip("/") not in present]
+    if not missing:
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text += "# ragproof's runs and judge cache\n" + "".join(f"{entry}\n" for entry in missing)
+    path.write_text(text, encoding="utf-8")
+    print(f"{'updated' if present else 'wrote'} {path}")
+
+
 def run(args: argparse.Namespace, env: Environment) -> int:
     directory = resolve(env, args.directory)
     framework = detect_framework() if args.framework == "auto" else args.framework
@@ -134,6 +156,13 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         print(f"wrote {target}")
+    _ignore_outputs(directory / ".gitignore")
+    if stub.module and not _installed(stub.module):
+        print(
+            f"ragproof: warning: {framework} is not installed here ({stub.module} does not import); "
+            f"`ragproof validate` needs it: pip install '{stub.requirement}'",
+            file=sys.stderr,
+        )
     print(
         f"pipeline stub: {framework}. Next: edit pipeline.py and cases.jsonl, then "
         "`ragproof validate` and `ragproof run`; docs/pipelines.md walks through it."
