@@ -23,7 +23,7 @@ Usage::
 
     python bench/calibration.py [--replicates 10000] [--scenario NAME ...] [--n 10 20 ...]
 
-``tests/test_calibration.py`` runs a reduced grid of the same cells with Monte Carlo
+``tests/decision/test_calibration.py`` runs a reduced grid of the same cells with Monte Carlo
 tolerances.
 """
 

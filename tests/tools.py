@@ -4,7 +4,7 @@ A test that needs a tool asks :func:`require_tool`: a missing tool fails the tes
 command that installs it (never a skip, so a machine without it cannot pass by accident). The
 container and rendering tests skip without podman / cmark-gfm and Chromium outside CI (they are
 heavy system packages) and fail in CI, naming the same install command.
-``tests/test_tools.py`` checks that every tool the tests look up is listed here and that its
+``tests/project/test_tools.py`` checks that every tool the tests look up is listed here and that its
 package is really named in pyproject's ``test`` extra or in ``.ci/run``'s apt-get line.
 """
 

@@ -1,0 +1,245 @@
+"""The langchain, llamaindex and haystack adapters against the real libraries (test extra).
+
+Each example under examples/ runs through ``ragproof run`` with its config alone, and its
+scores equal those of the same pipeline wrapped by hand for the python adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from frameworks import require
+from run_helpers import PIPELINES, ragproof
+
+from gate.adapters.base import Adapter
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+FRAMEWORKS = {
+    "langchain": ("langchain_community.retrievers", "LangChain"),
+    "llamaindex": ("llama_index.core", "LlamaIndex"),
+    "haystack": ("haystack", "Haystack"),
+}
+
+
+def _rows(out: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_framework_example_equals_the_pipeline_wrapped_by_hand(framework: str, tmp_path: Path) -> None:
+    module, by_hand = FRAMEWORKS[framework]
+    require(module)
+    example = EXAMPLES / framework
+    env = {**os.environ, "FRAMEWORK_EXAMPLE": str(example)}
+    config = yaml.safe_load((example / "ragproof.yaml").read_text(encoding="utf-8"))
+    assert config["adapter"]["type"] == framework
+    store = ["--out", str(tmp_path / "framework"), "--no-progress"]
+    done = ragproof("run", "-c", str(example / "ragproof.yaml"), *store, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+
+    shutil.copy(PIPELINES / "by_hand.py", tmp_path / "by_hand.py")
+    config["dataset"] = str(example / config["dataset"])
+    config["adapter"] = {"type": "python", "target": f"by_hand:{by_hand}", "concurrency": 4, "timeout_s": 30}
+    config["run"].pop("document_id_key", None)  # the wrapper writes metadata.document_id itself
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof(
+        "run", "-c", "ragproof.yaml", "--out", "hand", "--no-progress", cwd=tmp_path, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+
+    framework_rows, hand_rows = _rows(tmp_path / "framework"), _rows(tmp_path / "hand")
+    assert len(framework_rows) == 127
+    assert [r["status"] for r in framework_rows] == ["ok"] * 127
+    assert [(r["case_id"], r["metrics"]) for r in framework_rows] == [
+        (r["case_id"], r["metrics"]) for r in hand_rows
+    ]
+    # Same chunks, in the same order; only where the document id sits differs.
+    assert [[c["id"] for c in r["retrieved"]] for r in framework_rows] == [
+        [c["id"] for c in r["retrieved"]] for r in hand_rows
+    ]
+    summary = json.loads((tmp_path / "framework" / "summary.json").read_text(encoding="utf-8"))
+    assert summary == json.loads((tmp_path / "hand" / "summary.json").read_text(encoding="utf-8"))
+    recall = summary["slices"]["all"]["retrieval.recall_at_k"]
+    assert recall["scored"] == 95 and recall["mean"] > 0.7
+
+
+FIXTURES = """
+from langchain_classic.chains import create_retrieval_chain
+from langchain_classic.chains.combine_documents import create_stuff_documents_chain
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import FakeListChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_community.retrievers import BM25Retriever
+
+DOCS = [Document(page_content=f"text number {i}", metadata={"source": f"d{i}"}, id=f"c{i}") for i in range(6)]
+store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+store.add_documents(DOCS)
+vector_retriever = store.as_retriever(search_kwargs={"k": 2})
+bm25 = BM25Retriever.from_documents(DOCS, k=1)
+prompt = ChatPromptTemplate.from_messages([("system", "{context}"), ("human", "{input}")])
+retrieval_chain = create_retrieval_chain(
+    vector_retriever, create_stuff_documents_chain(FakeListChatModel(responses=["It is 42."]), prompt)
+)
+answer_only = RunnableLambda(lambda q: "echo: " + q)
+odd_output = RunnableLambda(lambda q: {"reply": q})
+"""
+
+
+def _adapter(tmp_path: Path, **adapter: object):  # type: ignore[no-untyped-def]
+    from gate.adapters import build_adapter
+    from gate.core.environment import Environment
+    from gate.model.config import parse_config
+
+    (tmp_path / "lc_fixtures.py").write_text(FIXTURES, encoding="utf-8")
+    config = parse_config(
+        {"dataset": "cases.jsonl", "adapter": adapter, "run": {"k": 3}}, tmp_path / "ragproof.yaml"
+    )
+    return build_adapter(config, Environment(variables={}, cwd=tmp_path), tmp_path / "logs")
+
+
+def test_langchain_retrievers_get_run_k_and_chains_their_input_key(tmp_path: Path) -> None:
+    from run_helpers import run_one_case
+
+    require("langchain_classic.chains")
+    vector = run_one_case(_adapter(tmp_path, type="langchain", target="lc_fixtures:vector_retriever"), "q", 3)
+    assert (vector.supports_retrieve, vector.supports_answer, len(vector.retrieved or [])) == (True, False, 3)
+    bm25 = run_one_case(_adapter(tmp_path, type="langchain", target="lc_fixtures:bm25"), "text number 4", 3)
+    assert [c.id for c in bm25.retrieved or []][:1] == ["c4"] and len(bm25.retrieved or []) == 3
+
+    chain = run_one_case(_adapter(tmp_path, type="langchain", target="lc_fixtures:retrieval_chain"), "q", 3)
+    assert chain.answer is not None and chain.answer.text == "It is 42."
+    # create_retrieval_chain's retriever keeps the k it was built with (2): documented
+    assert [c.id for c in chain.retrieved or []] == [c.id for c in chain.answer.retrieved_chunks or []]
+    assert len(chain.retrieved or []) == 2
+
+    plain = _adapter(tmp_path, type="langchain", target="lc_fixtures:answer_only", documents_output="")
+    out = run_one_case(plain, "hi", 3)
+    assert (out.supports_retrieve, out.answer.text if out.answer else None) == (False, "echo: hi")
+
+
+def test_framework_adapter_mistakes_are_named(tmp_path: Path) -> None:
+    from run_helpers import run_one_case
+
+    from gate.adapters.base import AdapterError
+    from gate.core.errors import UsageError
+
+    require("langchain_classic.chains")
+    with pytest.raises(AdapterError) as info:
+        run_one_case(_adapter(tmp_path, type="langchain", target="lc_fixtures:odd_output"), "q", 3)
+    assert (
+        str(info.value)
+        == "retrieve raised ValueError: adapter.documents_output: output has no 'context' (keys: reply)"
+    )
+    # The target is loaded in the worker process: a wrong one is a usage error when it starts.
+    with pytest.raises(UsageError) as usage:
+        run_one_case(_adapter(tmp_path, type="langchain", target="lc_fixtures:DOCS"), "q", 3)
+    assert str(usage.value) == "adapter.target: expected a LangChain Runnable or BaseRetriever, got list"
+    with pytest.raises(UsageError) as usage:
+        run_one_case(_adapter(tmp_path, type="haystack", target="lc_fixtures:bm25"), "q", 3)
+    assert str(usage.value) == "adapter.target: expected a Haystack Pipeline, got BM25Retriever"
+
+
+LLAMA_FIXTURES = """
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.embeddings import MockEmbedding
+
+index = VectorStoreIndex.from_documents(
+    [Document(text=f"page {i}", doc_id=f"d{i}") for i in range(6)], embed_model=MockEmbedding(embed_dim=8)
+)
+retriever = index.as_retriever(similarity_top_k=1)
+"""
+
+HAYSTACK_FIXTURES = """
+from haystack import Document, Pipeline
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.components.joiners import DocumentJoiner
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+store = InMemoryDocumentStore()
+store.write_documents([Document(id=f"h{i}", content=f"page {i}", meta={"source_id": f"d{i}"}) for i in range(6)])
+two = Pipeline()
+two.add_component("first", InMemoryBM25Retriever(document_store=store))
+two.add_component("second", InMemoryBM25Retriever(document_store=store))
+"""
+
+
+def _served_methods(adapter: Adapter) -> tuple[bool, bool]:
+    """What the pipeline serves, as its worker process reports when it starts."""
+
+    async def started() -> tuple[bool, bool]:
+        await adapter.start()
+        try:
+            return adapter.supports_retrieve, adapter.supports_answer
+        finally:
+            await adapter.close()
+
+    return asyncio.run(started())
+
+
+def test_llamaindex_retrievers_get_run_k_and_haystack_ambiguity_is_named(tmp_path: Path) -> None:
+    from run_helpers import run_one_case
+
+    from gate.core.errors import UsageError
+
+    require("llama_index.core")
+    require("haystack")
+    (tmp_path / "li_fixtures.py").write_text(LLAMA_FIXTURES, encoding="utf-8")
+    (tmp_path / "hs_fixtures.py").write_text(HAYSTACK_FIXTURES, encoding="utf-8")
+    out = run_one_case(_adapter(tmp_path, type="llamaindex", target="li_fixtures:retriever"), "page", 3)
+    assert (out.supports_answer, len(out.retrieved or [])) == (False, 3)
+    assert {c.metadata["document_id"] for c in out.retrieved or []} <= {f"d{i}" for i in range(6)}
+    with pytest.raises(UsageError) as usage:
+        run_one_case(_adapter(tmp_path, type="haystack", target="hs_fixtures:two"), "q", 3)
+    assert str(usage.value) == (
+        "adapter.documents_output: several components give a 'documents' output (first.documents, "
+        "second.documents); name one"
+    )
+    with pytest.raises(UsageError) as usage:
+        adapter = _adapter(
+            tmp_path,
+            type="haystack",
+            target="hs_fixtures:two",
+            documents_output="first.documents",
+            answer_output="llm.replies",
+        )
+        run_one_case(adapter, "q", 3)
+    assert (
+        str(usage.value)
+        == "adapter.answer_output: the pipeline has no component 'llm' (components: first, second)"
+    )
+    second = _adapter(
+        tmp_path, type="haystack", target="hs_fixtures:two", documents_output="second.documents"
+    )
+    assert _served_methods(second) == (True, False)
+
+
+def test_validate_builds_the_framework_pipeline(tmp_path: Path) -> None:
+    require("haystack")
+    (tmp_path / "hs_fixtures.py").write_text(HAYSTACK_FIXTURES, encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text('{"id": "c1", "question": "page?"}\n', encoding="utf-8")
+    config = {"dataset": "cases.jsonl", "adapter": {"type": "haystack", "target": "hs_fixtures:two"}}
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("validate", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        64,
+        "ragproof: error: adapter.documents_output: several components give a 'documents' output "
+        "(first.documents, second.documents); name one\n",
+    )
+    config["adapter"]["documents_output"] = "second.documents"
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("validate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ", adapter haystack (retrieve), " in done.stdout
