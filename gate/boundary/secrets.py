@@ -66,5 +66,3 @@ def runner_environment(env: Environment, cwd: Path, head_sha: str | None = None)
     if head_sha:
         kept["GITHUB_SHA"] = head_sha
     return Environment(variables=MappingProxyType(kept), cwd=cwd, stderr_is_tty=env.stderr_is_tty)
-
-

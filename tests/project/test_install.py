@@ -22,7 +22,7 @@ from frameworks import require
 
 import gate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # What the public index serves as "ragproof": another author's typer CLI, version 1.0.0.
 DECOY_PYPROJECT = """\
