@@ -165,20 +165,12 @@ def build_artifact_runs(root: Path, cases: int, seed: int = 0) -> None:
             )
             output = CaseOutput(retrieved=chunks, answer=answer, supports_retrieve=True, supports_answer=True)
             rows.append(
-                Row(
-                    case_id=case.id,
+                Row.of(
+                    case,
+                    output,
+                    score_case(case, output, ctx, ARTIFACT_METRICS),
                     position=len(rows),
-                    kind=case.kind,
-                    tags=list(case.tags),
-                    metadata=dict(case.metadata),
-                    question=case.question,
-                    expected_answer=case.expected_answer,
-                    expected_source_ids=list(case.expected_source_ids),
-                    status="ok",
                     latency_ms=round(run_rng.uniform(20, 400), 3),
-                    retrieved=chunks,
-                    answer=answer,
-                    metrics=score_case(case, output, ctx, ARTIFACT_METRICS),
                 )
             )
         meta = RunMeta(

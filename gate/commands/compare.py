@@ -52,18 +52,22 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.commands._common import load_checked_config, resolve
     from gate.decision.compare import compare_runs
     from gate.decision.decide import exit_code_for
+    from gate.decision.pairing import pair_runs
     from gate.model.config import GateConfig
     from gate.run.artifact_io import read_artifact
 
     gate_config = load_checked_config(resolve(env, args.config), env).gate if args.config else GateConfig()
     baseline = read_artifact(resolve(env, args.baseline))
     candidate = read_artifact(resolve(env, args.candidate))
-    comparison = compare_runs(baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges)
+    pairing = pair_runs(baseline, candidate)  # once, for the decision and every report below
+    comparison = compare_runs(
+        baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges, pairing=pairing
+    )
     if args.json:
         write_text(resolve(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
     from gate.report.cases import PairedCases
 
-    paired = PairedCases(comparison, baseline, candidate)  # once, for every report below
+    paired = PairedCases(comparison, baseline, candidate, pairing=pairing)
     # The renderers (and jinja2) load only when a report is asked for.
     if args.markdown:
         from gate.report.markdown import render_markdown

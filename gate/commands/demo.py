@@ -50,6 +50,7 @@ def _offline(env: Environment) -> Environment:
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.commands._common import resolve
     from gate.decision.compare import compare_runs
+    from gate.decision.pairing import pair_runs
     from gate.model.config import load_config
     from gate.report.cases import PairedCases
     from gate.report.html import render_compare_html
@@ -68,13 +69,15 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         outcome = execute_run(config, env, out / role, no_cache=True, progress=False)
         artifacts[role] = read_artifact(outcome.artifact_dir)
     baseline, candidate = artifacts["baseline"], artifacts["candidate"]
-    comparison = compare_runs(baseline, candidate, load_config(folder / "ragproof.yaml", env.variables).gate)
+    pairing = pair_runs(baseline, candidate)  # once, for the decision and the three reports
+    gate_config = load_config(folder / "ragproof.yaml", env.variables).gate
+    comparison = compare_runs(baseline, candidate, gate_config, pairing=pairing)
     paths = {
         "comment": out / "comment.md",
         "decision": out / "decision.json",
         "report": out / "report.html",
     }
-    paired = PairedCases(comparison, baseline, candidate)  # once, for the three reports
+    paired = PairedCases(comparison, baseline, candidate, pairing=pairing)
     write_text(paths["comment"], render_markdown(comparison, paired=paired), "Markdown report")
     write_text(paths["decision"], comparison.model_dump_json(indent=2) + "\n", "decision JSON")
     write_text(

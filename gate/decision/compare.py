@@ -9,9 +9,11 @@ Comparability is :mod:`gate.decision.comparable`; in addition, a different datas
 pairs on the common case ids and lists cases added and removed, and no case in common is not
 comparable.
 
-Pairs are per metric: a case pairs for a metric when both runs scored it (status ``scored``
-with a value). Rows whose case failed (adapter error, timeout) carry no scores; they enter
-only the ``adapter.failure_rate`` gate, which every common case pairs for.
+Pairs are per metric and come from :mod:`gate.decision.pairing` (shared with the reports): a
+case pairs when both runs scored it, or when one run scored it and the other's output was
+missing (no answer, no retrieved list, ...), which counts as the metric's worst value. Rows
+whose case failed (adapter error, timeout) carry no scores; they enter only the
+``adapter.failure_rate`` gate, which every common case pairs for.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from gate.core.errors import NotComparableError
 from gate.core.fieldpath import record_field
 from gate.decision.comparable import check_comparable
 from gate.decision.comparison import (
@@ -46,6 +47,7 @@ from gate.decision.decide import (
     nothing_compared,
     skip_reason,
 )
+from gate.decision.pairing import Direction, Pairing, metric_direction, pair_runs
 from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
 from gate.model.artifact import Row, RunArtifact
@@ -72,15 +74,6 @@ from gate.stats import (
 DEFAULT_CLUSTER_FIELD = "metadata.document_id"
 
 TOP_DROPS = 10
-
-
-@dataclass(frozen=True)
-class PairedRuns:
-    """The rows of the cases present in both runs, in the candidate's order."""
-
-    baseline_rows: list[Row]
-    candidate_rows: list[Row]
-    dataset: DatasetChange
 
 
 @dataclass(frozen=True)
@@ -112,16 +105,19 @@ def compare_runs(
     gate_config: GateConfig,
     *,
     allow_mixed_judges: bool = False,
+    pairing: Pairing | None = None,
 ) -> Comparison:
     """Pair ``baseline`` and ``candidate`` by case id and decide every gate.
 
-    Raises NotComparableError (exit 3) for runs that cannot be compared.
+    ``pairing``: the runs' :func:`gate.decision.pairing.pair_runs`, when the caller keeps it for
+    the reports. Raises NotComparableError (exit 3) for runs that cannot be compared.
     """
     warnings = check_comparable(baseline, candidate, allow_mixed_judges=allow_mixed_judges)
-    paired = pair_runs(baseline, candidate)
+    paired = pairing if pairing is not None else pair_runs(baseline, candidate)
     warnings += _dataset_warnings(paired.dataset)
-    names = _metric_names(baseline, candidate)
-    columns_of = metric_columns(paired, baseline, candidate, gate_config, names)
+    names = paired.names
+    columns_of = metric_columns(paired, gate_config)
+    warnings += missing_output_warnings(paired, columns_of)
     masks = slice_masks(paired.candidate_rows, gate_config.slices)
     gates = [
         _Gate(c.policy, key, mask & ~np.isnan(c.diff), c.policy.gated and slice_gates(key, gate_config))
@@ -175,10 +171,7 @@ def _unscored(
             continue
         if name.startswith("composite.") and not weighted:
             continue
-        hib, by_default, categorical = _direction(name, baseline, candidate)
-        policy = metric_policy(
-            name, gate_config, higher_is_better=hib, gate_by_default=by_default, categorical=categorical
-        )
+        policy = _policy(name, metric_direction(name, baseline, candidate), gate_config)
         if policy.gated and name not in columns_of:
             out.append(name)
     named = list(gate_config.include) if isinstance(gate_config.include, list) else []
@@ -196,7 +189,7 @@ def _composite_weighted(run: RunArtifact) -> bool:
     return isinstance(composite, dict) and bool(composite.get("weights"))
 
 
-def _nothing_compared(gates: list[GateResult], paired: PairedRuns, min_pairs: int) -> str:
+def _nothing_compared(gates: list[GateResult], paired: Pairing, min_pairs: int) -> str:
     """The reason for an overall ``none``: the most pairs any gating metric had, and the failures."""
     pairs = [g.n for g in gates if g.gating and g.metric != FAILURE_RATE_METRIC and g.slice == ALL_SLICE]
     if pairs:
@@ -213,25 +206,29 @@ def _nothing_compared(gates: list[GateResult], paired: PairedRuns, min_pairs: in
     return f"nothing could be compared: {why}"
 
 
-def pair_runs(baseline: RunArtifact, candidate: RunArtifact) -> PairedRuns:
-    """The cases of ``candidate`` that ``baseline`` has too; NotComparableError when none."""
-    base_by_id = {r.case_id: r for r in baseline.rows}
-    cand_ids = {r.case_id for r in candidate.rows}
-    cand_rows = [r for r in candidate.rows if r.case_id in base_by_id]
-    if not cand_rows:
-        raise NotComparableError(
-            f"runs not comparable: no case id in common between {baseline.source or 'baseline'} "
-            f"and {candidate.source or 'candidate'}"
-        )
-    dataset = DatasetChange(
-        same=baseline.meta.dataset.sha256 == candidate.meta.dataset.sha256,
-        baseline_sha256=baseline.meta.dataset.sha256,
-        candidate_sha256=candidate.meta.dataset.sha256,
-        common=len(cand_rows),
-        added=[r.case_id for r in candidate.rows if r.case_id not in base_by_id],
-        removed=[r.case_id for r in baseline.rows if r.case_id not in cand_ids],
-    )
-    return PairedRuns([base_by_id[r.case_id] for r in cand_rows], cand_rows, dataset)
+def missing_output_warnings(pairing: Pairing, columns_of: dict[str, MetricColumns]) -> list[str]:
+    """One line per run whose missing outputs count as losses (or gains) in gated metrics' pairs."""
+    out = []
+    for role in ("candidate", "baseline"):
+        lost: dict[str, int] = {}
+        cases = np.zeros(len(pairing.candidate_rows), dtype=bool)
+        for name, columns in columns_of.items():
+            column = pairing.column(name)
+            if column is None or not columns.policy.gated:
+                continue
+            mask = column.missing_candidate if role == "candidate" else column.missing_baseline
+            if mask.any():
+                lost[name] = int(mask.sum())
+                cases |= mask
+        if lost:
+            effect = "losses" if role == "candidate" else "gains for the candidate"
+            named = ", ".join(f"{name} {count}" for name, count in lost.items())
+            out.append(
+                f"{int(cases.sum())} {role} case{'s' if cases.sum() != 1 else ''} produced no output "
+                f"a metric needs (no answer, empty answer, no retrieved list or context) where the other "
+                f"run scored it: counted at the metric's worst value, as {effect} ({named})"
+            )
+    return out
 
 
 def _dataset_warnings(dataset: DatasetChange) -> list[str]:
@@ -243,49 +240,27 @@ def _dataset_warnings(dataset: DatasetChange) -> list[str]:
     ]
 
 
-def metric_columns(
-    paired: PairedRuns,
-    baseline: RunArtifact,
-    candidate: RunArtifact,
-    gate_config: GateConfig,
-    names: list[str],
-) -> dict[str, MetricColumns]:
-    """Every comparable metric's columns, then ``adapter.failure_rate`` over every paired case.
-
-    Categorical metrics and metrics scored in neither run (e.g. a judge metric without a
-    judge) have no columns. A failed case (adapter error, timeout) counts 1 in the failure
-    rate and carries no other score. ``names``: the metrics either run scored (:func:`_metric_names`).
-    """
-    base_table = _score_table(paired.baseline_rows, names)
-    cand_table = _score_table(paired.candidate_rows, names)
+def metric_columns(pairing: Pairing, gate_config: GateConfig) -> dict[str, MetricColumns]:
+    """Every comparable metric's columns with its policy, then ``adapter.failure_rate``
+    (:class:`gate.decision.pairing.Pairing` pairs the cases and orients the differences)."""
     out: dict[str, MetricColumns] = {}
-    for name in names:
-        hib, by_default, categorical = _direction(name, baseline, candidate)
-        policy = metric_policy(
-            name, gate_config, higher_is_better=hib, gate_by_default=by_default, categorical=categorical
-        )
-        if categorical:
-            continue
-        b, c = base_table[name], cand_table[name]
-        both = ~np.isnan(b) & ~np.isnan(c)
-        if not both.any() and np.isnan(b).all() and np.isnan(c).all():
-            continue
-        sign = 1.0 if policy.higher_is_better else -1.0
-        out[name] = MetricColumns(
-            policy,
-            np.where(both, sign * (c - b), np.nan),
-            np.where(both, c, np.nan),
-            np.where(both, b, np.nan),
-        )
-    fail_b = np.array([r.status != "ok" for r in paired.baseline_rows], dtype=np.float64)
-    fail_c = np.array([r.status != "ok" for r in paired.candidate_rows], dtype=np.float64)
-    out[FAILURE_RATE_METRIC] = MetricColumns(
-        metric_policy(FAILURE_RATE_METRIC, gate_config, higher_is_better=False, gate_by_default=True),
-        fail_b - fail_c,
-        fail_c,
-        fail_b,
-    )
+    for name, column in pairing.columns().items():
+        if name == FAILURE_RATE_METRIC:
+            policy = metric_policy(name, gate_config, higher_is_better=False, gate_by_default=True)
+        else:
+            policy = _policy(name, pairing.direction(name), gate_config)
+        out[name] = MetricColumns(policy, column.diff, column.candidate, column.baseline)
     return out
+
+
+def _policy(name: str, d: Direction, gate_config: GateConfig) -> MetricPolicy:
+    return metric_policy(
+        name,
+        gate_config,
+        higher_is_better=d.higher_is_better,
+        gate_by_default=d.gate_by_default,
+        categorical=d.categorical,
+    )
 
 
 def cluster_labels(rows: Sequence[Row], field: str) -> list[Any]:
@@ -435,46 +410,6 @@ def _settings(
 
 def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
-
-
-# -- per-case values ----------------------------------------------------------------------
-
-
-def _metric_names(baseline: RunArtifact, candidate: RunArtifact) -> list[str]:
-    seen: dict[str, None] = {}
-    for art in (baseline, candidate):
-        for name in art.meta.metrics:
-            seen.setdefault(name, None)
-        for row in art.rows:
-            for name in row.metrics:
-                seen.setdefault(name, None)
-    order = {name: i for i, name in enumerate(registry())}
-    return sorted(seen, key=lambda n: (order.get(n, len(order)), n))
-
-
-def _score_table(rows: list[Row], names: list[str]) -> dict[str, np.ndarray]:
-    """metric -> per-row scores (NaN where not scored or where the case failed), in one pass."""
-    table = {name: np.full(len(rows), np.nan) for name in names}
-    for i, row in enumerate(rows):
-        if row.status != "ok":
-            continue
-        for name, result in row.metrics.items():
-            column = table.get(name)
-            if column is not None and result.status == "scored" and result.value is not None:
-                column[i] = result.value
-    return table
-
-
-def _direction(name: str, baseline: RunArtifact, candidate: RunArtifact) -> tuple[bool | None, bool, bool]:
-    """(higher_is_better or None if unknown, gate_by_default, categorical)."""
-    spec = registry().get(name)
-    if spec is not None:
-        return spec.higher_is_better, spec.gate_by_default, spec.categorical
-    for art in (candidate, baseline):
-        overall = art.summary.slices.get(ALL_SLICE, {}).get(name)
-        if overall is not None:
-            return overall.higher_is_better, True, overall.distribution is not None
-    return None, True, False
 
 
 def _prepare_batch(

@@ -253,17 +253,37 @@ def matched_ranking(
     grades: dict[Hashable, float] | None = (
         {k: v for k, v in case.relevance.items()} if case.relevance else None
     )
+    ranked, relevant = _matched_keys(chunks, case.expected_source_ids, source_match, document_id_key)
+    if source_match == "substring" and grades is not None:
+        grades = {str(key).casefold(): g for key, g in grades.items()}
+    return MatchedRanking(ranked, relevant, grades)
+
+
+def _matched_keys(
+    chunks: Sequence[Chunk], expected_ids: Sequence[str], source_match: str, document_id_key: str
+) -> tuple[list[Hashable], set[Hashable]]:
+    """Each chunk's matched id under ``source_match``, and the relevant set."""
     if source_match == "chunk":
-        return MatchedRanking([c.id for c in chunks], set(case.expected_source_ids), grades)
+        return [c.id for c in chunks], set(expected_ids)
     if source_match == "document":
-        ranked: list[Hashable] = [document_key(c, document_id_key) for c in chunks]
-        return MatchedRanking(ranked, set(case.expected_source_ids), grades)
+        return [document_key(c, document_id_key) for c in chunks], set(expected_ids)
     if source_match == "substring":
-        expected = list(dict.fromkeys(e.casefold() for e in case.expected_source_ids))
-        if grades is not None:
-            grades = {str(key).casefold(): g for key, g in grades.items()}
-        return MatchedRanking(_substring_keys(chunks, expected), set(expected), grades)
+        expected = list(dict.fromkeys(e.casefold() for e in expected_ids))
+        return _substring_keys(chunks, expected), set(expected)
     raise ValueError(f"unknown source_match {source_match!r}")
+
+
+def expected_flags(
+    chunks: Sequence[Chunk],
+    expected_ids: Sequence[str],
+    source_match: str,
+    document_id_key: str = "document_id",
+) -> list[bool]:
+    """Whether each chunk matches an expected source, exactly as the metrics match it
+    (``source_match``, ``document_id_key``); in ``substring`` mode a chunk repeating an expected
+    string a higher chunk claimed is a match too (the metrics count that string once)."""
+    ranked, relevant = _matched_keys(chunks, expected_ids, source_match, document_id_key)
+    return [key in relevant for key in ranked]
 
 
 REASON_NO_POSITIVE_GRADE = "case relevance gives no id a positive grade"

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from gate.core.strict import StrictModel
 from gate.model.dataset import MAX_CASES, Case
-from gate.model.records import Answer, Chunk, MetricResult
+from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
 
 SCHEMA_VERSION = 1
 
@@ -121,6 +121,36 @@ class Row(StrictModel):
     retrieved: list[Chunk] | None = None
     answer: Answer | None = None
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        case: Case,
+        output: CaseOutput | None,
+        metrics: dict[str, MetricResult],
+        *,
+        position: int | None = None,
+        status: RowStatus = "ok",
+        error: str | None = None,
+        latency_ms: float | None = None,
+    ) -> Row:
+        """The row of ``case`` run to ``output`` (None when the case failed) and scored ``metrics``."""
+        return cls(
+            case_id=case.id,
+            position=position,
+            kind=case.kind,
+            tags=list(case.tags),
+            metadata=dict(case.metadata),
+            question=case.question,
+            expected_answer=case.expected_answer,
+            expected_source_ids=list(case.expected_source_ids),
+            status=status,
+            error=error,
+            latency_ms=latency_ms,
+            retrieved=output.retrieved if output is not None else None,
+            answer=output.answer if output is not None else None,
+            metrics=metrics,
+        )
 
 
 class MetricSummary(StrictModel):

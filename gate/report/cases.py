@@ -1,21 +1,24 @@
 """The cases behind a gate, for a reviewer: which ones moved, what they asked, what each run did.
 
-:class:`PairedCases` pairs the two runs' rows by case id (as the comparison does: candidate
-order, cases present in both), knows every slice's members (``gate.model.slices.slice_masks``
-over the candidate's rows, ``gate.slices`` from the comparison's settings) and every case's value of
-a metric in each run. From that:
+:class:`PairedCases` reads the runs' pairing (:mod:`gate.decision.pairing`, the one the
+comparison decided on: candidate order, cases present in both, a missing output counted as
+the metric's worst value, differences oriented so positive is better), knows every slice's
+members (``gate.model.slices.slice_masks`` over the candidate's rows, ``gate.slices`` from the
+comparison's settings) and marks each retrieved chunk expected or not with the metrics' own
+source matching (:func:`gate.metrics.retrieval.expected_flags` under each run's
+``source_match`` and ``document_id_key``). From that:
 
 - :meth:`PairedCases.moved` — for one (metric, slice) gate, the paired cases whose oriented
-  difference ``d`` (candidate − baseline, sign-flipped where lower is better) is most negative
-  (dropped) and most positive (improved), ties broken by case id;
+  difference ``d`` is most negative (dropped) and most positive (improved), ties broken by
+  case id;
 - :meth:`PairedCases.fingerprint` — a digest of the gate's paired cases and their values in
   both runs. Two gates with equal fingerprints were computed from the same numbers (the same
   cases, the same values), so their decisions are necessarily identical and a report shows
   them once, naming both (``all`` and ``kind=qa`` when every case is qa; two metrics that
   score every case alike).
 
-The adapter-failure rate (``adapter.failure_rate``) is 1 for a case whose row failed
-(``adapter_error``, ``timeout``) and 0 otherwise, over every paired case.
+A side's shown value is what that run scored (None: not scored, a missing output included);
+the difference is the pairing's.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ import numpy as np
 
 from gate.decision.comparison import Comparison, GateResult
 from gate.decision.decide import FAILURE_RATE_METRIC
+from gate.decision.pairing import PairedColumn, Pairing, pair_runs
+from gate.metrics.retrieval import expected_flags
 from gate.model.artifact import Row, RunArtifact
-from gate.model.records import Chunk
 from gate.model.slices import slice_masks
 
 
@@ -70,81 +74,66 @@ class Moves:
     improved: list[CaseMove]
 
 
-def _value(row: Row, metric: str) -> float | None:
-    if metric == FAILURE_RATE_METRIC:
-        return 0.0 if row.status == "ok" else 1.0
-    if row.status != "ok":
-        return None
-    result = row.metrics.get(metric)
-    if result is None or result.status != "scored" or result.value is None:
-        return None
-    return float(result.value) if math.isfinite(result.value) else None
-
-
-def _matches(chunk: Chunk, expected: set[str]) -> bool:
-    document = chunk.metadata.get("document_id") if isinstance(chunk.metadata, dict) else None
-    return chunk.id in expected or (isinstance(document, str) and document in expected)
-
-
-def _side(row: Row, metric: str, expected: set[str]) -> Side:
+def _side(row: Row, run: RunArtifact, value: float | None, expected: tuple[str, ...]) -> Side:
     chunks = row.retrieved or []
+    meta = run.meta
+    flags = expected_flags(chunks, expected, meta.source_match, meta.document_id_key) if chunks else []
     return Side(
-        value=_value(row, metric),
+        value=value,
         status=row.status,
         answer=row.answer.text if row.answer is not None else None,
         error=row.error,
-        retrieved=tuple(Retrieved(c.id, _matches(c, expected)) for c in chunks),
+        retrieved=tuple(Retrieved(c.id, flag) for c, flag in zip(chunks, flags, strict=True)),
     )
 
 
 class PairedCases:
-    """The two runs' rows paired by case id, with slice membership for the comparison's slices."""
+    """The two runs' rows paired by case id, with slice membership for the comparison's slices.
 
-    def __init__(self, comparison: Comparison, baseline: RunArtifact, candidate: RunArtifact) -> None:
-        base_by_id = {r.case_id: r for r in baseline.rows}
-        self.pairs: list[tuple[Row, Row]] = [
-            (base_by_id[r.case_id], r) for r in candidate.rows if r.case_id in base_by_id
-        ]
-        masks = slice_masks([cand for _, cand in self.pairs], comparison.settings.slices)
+    ``pairing`` (:func:`gate.decision.pairing.pair_runs` of the two runs), when the caller has
+    it already; else it is built here. Values and differences are the pairing's: a missing
+    output counts as the metric's worst value, as in the comparison.
+    """
+
+    def __init__(
+        self,
+        comparison: Comparison,
+        baseline: RunArtifact,
+        candidate: RunArtifact,
+        *,
+        pairing: Pairing | None = None,
+    ) -> None:
+        self.pairing = pairing if pairing is not None else pair_runs(baseline, candidate)
+        self.baseline, self.candidate = baseline, candidate
+        self.pairs: list[tuple[Row, Row]] = list(
+            zip(self.pairing.baseline_rows, self.pairing.candidate_rows, strict=True)
+        )
+        masks = slice_masks(self.pairing.candidate_rows, comparison.settings.slices)
         self._indices = {key: mask.nonzero()[0] for key, mask in masks.items()}
         self.members: dict[str, list[int]] = {key: index.tolist() for key, index in self._indices.items()}
-        self._columns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._prints: dict[tuple[str, str], str] = {}
         self._moves: dict[tuple[str, str, int, int], Moves] = {}
 
-    def _column(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
-        """The metric's value for every pair in each run (NaN: not scored), computed once."""
-        if metric not in self._columns:
-            values = [(_value(b, metric), _value(c, metric)) for b, c in self.pairs]
-            base = np.array([math.nan if b is None else b for b, _ in values], dtype=np.float64)
-            cand = np.array([math.nan if c is None else c for _, c in values], dtype=np.float64)
-            self._columns[metric] = (base, cand)
-        return self._columns[metric]
+    def column(self, metric: str) -> PairedColumn | None:
+        return self.pairing.column(metric)
 
-    def values(self, metric: str) -> tuple[list[float | None], list[float | None]]:
-        """The metric's value for every pair in each run, None where not scored."""
-        return tuple(  # type: ignore[return-value]
-            [None if math.isnan(x) else x for x in column.tolist()] for column in self._column(metric)
-        )
-
-    def _scored(self, gate: GateResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The gate's pairs scored in both runs: their indices, baseline and candidate values."""
+    def _scored(self, gate: GateResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The gate's pairs: their indices, baseline and candidate values and oriented differences."""
         index = self._indices.get(gate.slice, np.zeros(0, dtype=np.intp))
-        base, cand = self._column(gate.metric)
-        b, c = base[index], cand[index]
-        keep = ~(np.isnan(b) | np.isnan(c))
-        return index[keep], b[keep], c[keep]
-
-    def _paired(self, gate: GateResult) -> list[tuple[int, float, float]]:
-        index, b, c = self._scored(gate)
-        return list(zip(index.tolist(), b.tolist(), c.tolist(), strict=True))
+        column = self.column(gate.metric)
+        if column is None:
+            empty = np.zeros(0)
+            return np.zeros(0, dtype=np.intp), empty, empty, empty
+        d = column.diff[index]
+        keep = ~np.isnan(d)
+        return index[keep], column.baseline[index][keep], column.candidate[index][keep], d[keep]
 
     def fingerprint(self, gate: GateResult) -> str:
         """A digest of the gate's paired cases (their positions among the pairs, which name the
         case ids) and their values in both runs, as float64 bytes."""
         key = (gate.metric, gate.slice)
         if key not in self._prints:
-            index, b, c = self._scored(gate)
+            index, b, c, _ = self._scored(gate)
             digest = hashlib.sha256()
             for part in (index.astype(np.int64), b, c):
                 digest.update(np.ascontiguousarray(part).tobytes())
@@ -161,8 +150,8 @@ class PairedCases:
         return self._moves[key]
 
     def _moved(self, gate: GateResult, dropped: int, improved: int) -> Moves:
-        sign = 1.0 if gate.higher_is_better else -1.0
-        scored = [(sign * (c - b), i) for i, b, c in self._paired(gate)]
+        index, _, _, d = self._scored(gate)
+        scored = list(zip(d.tolist(), index.tolist(), strict=True))
         down = sorted((x for x in scored if x[0] < 0), key=lambda x: (x[0], self.pairs[x[1]][1].case_id))
         up = sorted((x for x in scored if x[0] > 0), key=lambda x: (-x[0], self.pairs[x[1]][1].case_id))
         return Moves(
@@ -170,10 +159,20 @@ class PairedCases:
             improved=[self.case(i, gate.metric, d) for d, i in up[:improved]],
         )
 
+    def _value(self, metric: str, role: str, index: int) -> float | None:
+        """The metric's value in one run for one pair as the run scored it (None: not scored,
+        a missing output included)."""
+        column = self.column(metric)
+        if column is None:
+            return None
+        values = column.baseline if role == "baseline" else column.candidate
+        missing = column.missing_baseline if role == "baseline" else column.missing_candidate
+        value = float(values[index])
+        return None if math.isnan(value) or missing[index] else value
+
     def case(self, index: int, metric: str, d: float) -> CaseMove:
         base, cand = self.pairs[index]
         sources = tuple(cand.expected_source_ids or base.expected_source_ids or ())
-        expected = set(sources)
         return CaseMove(
             case_id=cand.case_id,
             d=d,
@@ -182,8 +181,8 @@ class PairedCases:
             if cand.expected_answer is not None
             else base.expected_answer,
             expected_sources=sources,
-            baseline=_side(base, metric, expected),
-            candidate=_side(cand, metric, expected),
+            baseline=_side(base, self.baseline, self._value(metric, "baseline", index), sources),
+            candidate=_side(cand, self.candidate, self._value(metric, "candidate", index), sources),
         )
 
 
@@ -215,7 +214,7 @@ class MetricValues:
     higher_is_better: bool
     baseline: float | None
     candidate: float | None
-    d: float | None  # oriented; None unless scored in both runs
+    d: float | None  # oriented, from the pairing; None when the case does not pair
 
 
 @dataclass(frozen=True)
@@ -251,14 +250,16 @@ def explorer_cases(comparison: Comparison, paired: PairedCases) -> list[Explorer
     for key, indices in paired.members.items():
         for i in indices:
             slices_of.setdefault(i, []).append(key)
-    columns = {name: paired.values(name) for name in directions}
+    columns = {name: paired.column(name) for name in directions}
     out = []
     for i, (_base, cand) in enumerate(paired.pairs):
         values = []
         worst, best = 0.0, 0.0
         for name, hib in directions.items():
-            b, c = columns[name][0][i], columns[name][1][i]
-            d = None if b is None or c is None else (c - b if hib else b - c)
+            column = columns[name]
+            raw = float(column.diff[i]) if column is not None else math.nan
+            d = None if math.isnan(raw) else raw
+            b, c = paired._value(name, "baseline", i), paired._value(name, "candidate", i)
             values.append(MetricValues(name, hib, b, c, d))
             if d is not None and name in gated:
                 worst, best = min(worst, d), max(best, d)

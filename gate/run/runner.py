@@ -208,21 +208,14 @@ class _CaseRunner:
         metrics: dict[str, MetricResult] = {}
         if output is not None:
             metrics = await self._scorer.score(case, output)
-        return Row(
-            case_id=case.id,
+        return Row.of(
+            case,
+            output,
+            metrics,
             position=position,
-            kind=case.kind,
-            tags=list(case.tags),
-            metadata=dict(case.metadata),
-            question=case.question,
-            expected_answer=case.expected_answer,
-            expected_source_ids=list(case.expected_source_ids),
             status=status,
             error=error[:MAX_ERROR_CHARS] if error else None,
             latency_ms=latency_ms,
-            retrieved=output.retrieved if output is not None else None,
-            answer=output.answer if output is not None else None,
-            metrics=metrics,
         )
 
 
