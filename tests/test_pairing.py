@@ -99,39 +99,9 @@ def _retrieval_rows(tmp: Path, run_meta_kw: dict, chunks: list[Chunk], expected:
 
 
 def _marks(run: RunArtifact) -> tuple[float | None, list[bool]]:
-    from gate.decision.comparison import Comparison
-
-    comparison = Comparison.model_validate(
-        {
-            "overall": "pass",
-            "baseline": _identity(run),
-            "candidate": _identity(run),
-            "settings": {
-                "margin": 0.02,
-                "confidence": 0.95,
-                "interval_confidence": 0.95,
-                "interval": "auto",
-                "resamples": 1000,
-                "seed": 0,
-                "min_pairs": 1,
-                "family_wise": True,
-                "family_size": 0,
-                "slices": [],
-                "gate_slices": [],
-            },
-            "dataset": {"same": True, "baseline_sha256": "a" * 64, "candidate_sha256": "a" * 64, "common": 1},
-            "gates": [],
-            "counts": {},
-        }
-    )
+    comparison = compare_runs(run, run, GateConfig(min_pairs=1))
     move = PairedCases(comparison, run, run).case(0, "retrieval.hit_rate_at_k", 0.0)
     return move.candidate.value, [r.expected for r in move.candidate.retrieved]
-
-
-def _identity(run: RunArtifact) -> dict:
-    from gate.decision.comparison import RunIdentity
-
-    return RunIdentity.of(run).model_dump()
 
 
 def test_document_matching_by_another_key_marks_the_chunks_the_metric_counts(tmp_path: Path) -> None:
