@@ -34,6 +34,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from gate import requirement
+from gate.adapters.objects import plain_answer
 from gate.core.errors import UsageError
 from gate.model.config import AdapterConfig
 
@@ -230,8 +231,12 @@ class HaystackPipeline:
 
     Defaults, from the pipeline's graph: the question goes to every unconnected input named
     ``query`` or ``question``; the documents are the ``documents`` output of the one component
-    that has it; the answer is the first of the ``replies`` of the one component that has it.
+    that has it; the answer is the first item of the ``replies`` of the one component that has
+    it (a generator: strings or ``ChatMessage``), else of its ``answers`` (an ``ExtractiveReader``'s
+    ``ExtractedAnswer``, highest score first, or an ``AnswerBuilder``'s ``GeneratedAnswer``).
     ``adapter.inputs`` / ``documents_output`` / ``answer_output`` (``component.socket``) choose.
+    The answer's ``retrieved_chunks`` are the documents output when there is one, else the
+    answer's own documents (:func:`gate.adapters.objects.plain_answer`).
     """
 
     def __init__(self, target: Any, adapter: AdapterConfig, k: int) -> None:
@@ -254,11 +259,13 @@ class HaystackPipeline:
                 )
         outputs = {name: _sockets(target.get_component(name)) for name in target.graph.nodes}
         self._documents = _locate(adapter.documents_output, "documents", "documents_output", outputs)
-        self._replies = _locate(adapter.answer_output, "replies", "answer_output", outputs)
+        self._replies = _locate(adapter.answer_output, "replies", "answer_output", outputs) or _locate(
+            None, "answers", "answer_output", outputs
+        )
         if self._documents is None and self._replies is None:
             raise UsageError(
-                "adapter.target: the pipeline has no component with a 'documents' or 'replies' output; "
-                "name them with adapter.documents_output / adapter.answer_output"
+                "adapter.target: the pipeline has no component with a 'documents', 'replies' or 'answers' "
+                "output; name them with adapter.documents_output / adapter.answer_output"
             )
         if self._documents is None:
             self.retrieve = None  # type: ignore[assignment]  # an answer-only pipeline
@@ -293,9 +300,12 @@ class HaystackPipeline:
             if not replies:
                 raise ValueError(f"{'.'.join(self._replies)}: no reply")
             replies = replies[0]
-        answer: dict[str, Any] = {"text": getattr(replies, "text", replies)}
-        if self._documents is not None:
-            answer["retrieved_chunks"] = list(self._part(result, self._documents, "documents_output"))
+        answer = plain_answer(replies)
+        if self._documents is not None and isinstance(answer, dict):
+            answer = {
+                **answer,
+                "retrieved_chunks": list(self._part(result, self._documents, "documents_output")),
+            }
         return answer
 
 

@@ -27,8 +27,12 @@ metadata is never overwritten.
 
 Answers: a string; LlamaIndex ``Response`` (``response`` text and ``source_nodes`` →
 ``retrieved_chunks``); a LangChain message (a ``content`` string and a ``type``); a Haystack
-``ChatMessage`` (``role`` and a ``text`` string) or ``GeneratedAnswer`` (``data``, ``query``,
-``documents`` → ``retrieved_chunks``).
+``ChatMessage`` (``role`` and a ``text`` string), ``GeneratedAnswer`` (``data``, ``query``,
+``documents`` → ``retrieved_chunks``) or ``ExtractedAnswer`` (``data``, ``query``, ``document``,
+``document_offset``: the span's text, its document as the one retrieved chunk and as the
+citation). An ``ExtractedAnswer`` whose ``data`` is None is the reader's "no answer" (the
+question is not answered by the documents): its text is empty, which the metrics read as an
+abstention.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ CHUNK_SHAPES = (
 )
 ANSWER_SHAPES = (
     "a string, {text, citations?, retrieved_chunks?}, a LlamaIndex Response, "
-    "a LangChain message or a Haystack ChatMessage/GeneratedAnswer"
+    "a LangChain message or a Haystack ChatMessage/GeneratedAnswer/ExtractedAnswer"
 )
 
 
@@ -146,6 +150,19 @@ def plain_answer(obj: Any) -> Any:
         return {"text": obj.text}  # Haystack ChatMessage
     if hasattr(obj, "query") and hasattr(obj, "documents") and isinstance(getattr(obj, "data", None), str):
         return {"text": obj.data, "retrieved_chunks": list(obj.documents or [])}  # Haystack GeneratedAnswer
+    if (
+        hasattr(obj, "query")
+        and hasattr(obj, "document_offset")
+        and isinstance(getattr(obj, "data", ""), str | None)
+    ):
+        # Haystack ExtractedAnswer: a span of one document; data None is the reader's "no answer"
+        document = getattr(obj, "document", None)
+        extracted: dict[str, Any] = {"text": obj.data or ""}
+        if document is not None:
+            extracted["retrieved_chunks"] = [document]
+            if isinstance(getattr(document, "id", None), str):
+                extracted["citations"] = [document.id]
+        return extracted
     if isinstance(obj, BaseModel):
         return obj.model_dump()
     return obj

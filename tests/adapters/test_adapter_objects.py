@@ -143,7 +143,7 @@ def test_wrong_shapes_name_the_type_received_and_what_was_expected() -> None:
         parse_answer(42)
     assert str(info.value) == (
         "answer returned int; expected a string, {text, citations?, retrieved_chunks?}, a LlamaIndex "
-        "Response, a LangChain message or a Haystack ChatMessage/GeneratedAnswer"
+        "Response, a LangChain message or a Haystack ChatMessage/GeneratedAnswer/ExtractedAnswer"
     )
 
 

@@ -243,3 +243,125 @@ def test_validate_builds_the_framework_pipeline(tmp_path: Path) -> None:
     done = ragproof("validate", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert ", adapter haystack (retrieve), " in done.stdout
+
+
+EXTRACTIVE_FIXTURES = """
+from haystack import Document, Pipeline, component
+from haystack.components.builders import AnswerBuilder
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+from haystack.dataclasses import ExtractedAnswer
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+store = InMemoryDocumentStore(bm25_algorithm="BM25Okapi")  # ranks every document
+store.write_documents(
+    [
+        Document(id="h-tea", content="Green tea steeps for three minutes.", meta={"source": "tea"}),
+        Document(id="h-rice", content="Rice cooks in twelve minutes.", meta={"source": "rice"}),
+        Document(id="h-pasta", content="Pasta boils in ten minutes.", meta={"source": "pasta"}),
+        Document(id="h-eggs", content="Eggs harden in nine minutes.", meta={"source": "eggs"}),
+        Document(id="h-bread", content="Bread bakes for forty minutes.", meta={"source": "bread"}),
+    ]
+)
+
+
+@component
+class SpanReader:
+    # The ExtractiveReader's output shape (its model weights are not needed to test the shape):
+    # answers highest score first, the reader's "no answer" (data None) among them.
+    def __init__(self, abstain: bool = False):
+        self.abstain = abstain
+
+    @component.output_types(answers=list[ExtractedAnswer])
+    def run(self, query: str, documents: list[Document]):
+        best = documents[0]
+        start = best.content.index(" for ") + 5 if " for " in best.content else best.content.index(" in ") + 4
+        span = best.content[start:].rstrip(".")
+        found = ExtractedAnswer(
+            query=query, score=0.4 if self.abstain else 0.9, data=span, document=best,
+            document_offset=ExtractedAnswer.Span(start, start + len(span)),
+        )
+        nothing = ExtractedAnswer(query=query, score=0.6 if self.abstain else 0.1, data=None, document=None)
+        return {"answers": [nothing, found] if self.abstain else [found, nothing]}
+
+
+@component
+class Replies:
+    @component.output_types(replies=list[str])
+    def run(self, documents: list[Document]):
+        return {"replies": ["About " + documents[0].content.split(" for ")[-1]]}
+
+
+def extractive(abstain=False):
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(document_store=store))
+    pipeline.add_component("answerer", SpanReader(abstain))
+    pipeline.connect("retriever.documents", "answerer.documents")
+    return pipeline
+
+
+reader = extractive()
+abstaining = extractive(abstain=True)
+generative = Pipeline()
+generative.add_component("retriever", InMemoryBM25Retriever(document_store=store))
+generative.add_component("llm", Replies())
+generative.add_component("builder", AnswerBuilder())
+generative.connect("retriever.documents", "llm.documents")
+generative.connect("retriever.documents", "builder.documents")
+generative.connect("llm.replies", "builder.replies")
+"""
+
+
+def test_haystack_extracted_and_generated_answers_are_read_with_their_documents(tmp_path: Path) -> None:
+    from run_helpers import run_one_case
+
+    require("haystack")
+    (tmp_path / "hx_fixtures.py").write_text(EXTRACTIVE_FIXTURES, encoding="utf-8")
+    question = "How long does green tea steep?"
+    for named in ({}, {"answer_output": "answerer.answers"}):  # found in the graph, or named
+        out = run_one_case(
+            _adapter(tmp_path, type="haystack", target="hx_fixtures:reader", **named), question, 2
+        )
+        assert (out.supports_retrieve, out.supports_answer) == (True, True)
+        assert out.answer is not None
+        assert (out.answer.text, out.answer.citations) == ("three minutes", ["h-tea"])
+        # the context the reader saw: the retriever's documents, best first
+        assert [c.id for c in out.answer.retrieved_chunks or []] == [c.id for c in out.retrieved or []]
+        assert [c.id for c in out.retrieved or []][:1] == ["h-tea"] and len(out.retrieved or []) == 3  # run.k
+    # the reader's "no answer" ranked first: an empty text, which the metrics read as an abstention
+    out = run_one_case(_adapter(tmp_path, type="haystack", target="hx_fixtures:abstaining"), question, 2)
+    assert out.answer is not None and (out.answer.text, out.answer.citations) == ("", None)
+    generated = _adapter(
+        tmp_path, type="haystack", target="hx_fixtures:generative", answer_output="builder.answers"
+    )
+    out = run_one_case(generated, question, 2)
+    assert out.answer is not None and out.answer.text == "About three minutes."
+    assert [c.id for c in out.answer.retrieved_chunks or []][:1] == ["h-tea"]
+
+
+def test_validate_and_run_score_an_extractive_haystack_pipeline(tmp_path: Path) -> None:
+    require("haystack")
+    (tmp_path / "hx_fixtures.py").write_text(EXTRACTIVE_FIXTURES, encoding="utf-8")
+    cases = [
+        {"id": "tea", "question": "How long does green tea steep?", "expected_source_ids": ["tea"],
+         "expected_answer": "three minutes"},
+        {"id": "rice", "question": "How long does rice cook?", "expected_source_ids": ["rice"],
+         "expected_answer": "twelve minutes"},
+    ]  # fmt: skip
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    config = {
+        "dataset": "cases.jsonl",
+        "adapter": {"type": "haystack", "target": "hx_fixtures:reader"},
+        "run": {"k": 2, "source_match": "document", "document_id_key": "source"},
+    }
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("validate", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ", adapter haystack (retrieve and answer), " in done.stdout
+    done = ragproof("run", "--no-progress", "--out", "out", cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = _rows(tmp_path / "out")
+    assert [(r["status"], r["answer"]["text"]) for r in rows] == [
+        ("ok", "three minutes"),
+        ("ok", "twelve minutes"),
+    ]  # type: ignore[index]
+    assert [r["metrics"]["answer.exact_match"]["value"] for r in rows] == [1.0, 1.0]  # type: ignore[index]
