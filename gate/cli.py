@@ -17,6 +17,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from gate import __version__
 from gate.core.environment import Environment
@@ -40,7 +41,7 @@ COMMANDS: dict[str, str] = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         # argparse prints usage + message and exits 2; our usage errors are 64, one line.
         raise RagproofError(f"{self.prog}: {message}")
 

@@ -234,7 +234,8 @@ def _float64_product(
 ) -> np.ndarray:
     """``counts @ rhs`` in float64, over each group's units only when ``groups`` is given."""
     if groups is None:
-        return counts.astype(np.float64) @ rhs
+        product: np.ndarray = counts.astype(np.float64) @ rhs
+        return product
     out = np.zeros((counts.shape[0], rhs.shape[1]))
     for units, members, sub_rhs in groups:
         out[:, members] = counts[:, units].astype(np.float64) @ sub_rhs
@@ -370,7 +371,8 @@ def _jackknife(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:
     rest = total_w - w
     with np.errstate(invalid="ignore", divide="ignore"):
         jk = (total_s - s) / rest
-    return jk[rest > 0]
+    kept: np.ndarray = jk[rest > 0]
+    return kept
 
 
 def _as_matrix(values: Any) -> np.ndarray:
@@ -590,7 +592,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
     expected = sum((list(a).count(label) / n) * (list(b).count(label) / n) for label in labels)
     if expected == 1:
         return float("nan")
-    return (observed - expected) / (1 - expected)
+    return float((observed - expected) / (1 - expected))
 
 
 # -- calibrated intervals: chosen by the data -----------------------------------------------

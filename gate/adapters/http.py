@@ -94,7 +94,7 @@ class HttpAdapter(CallAdapter):
         return parse_answer(await self._post("answer", {"question": question}))
 
     def _backoff(self, attempt: int) -> float:
-        return self._backoff_s * (2**attempt) + random.uniform(0, self._backoff_s)
+        return self._backoff_s * 2.0**attempt + random.uniform(0, self._backoff_s)
 
     async def _post(self, call: str, payload: dict[str, Any]) -> Any:
         path = self._paths[call] or ""

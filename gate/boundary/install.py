@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Protocol
+
+
+class LogGroups(Protocol):
+    """Folds log lines under a title (gate.github.workflow.WorkflowCommands, a later stage)."""
+
+    def group(self, title: str) -> AbstractContextManager[None]: ...
+
 
 # How long the install step waits for its output after the shell exited (a server it left
 # running keeps the pipe open; its later lines are still relayed, inside a stop-commands pair).
 RELAY_GRACE_S = 2.0
 
 
-def run_install(command: str, variables: dict[str, str], cwd: Path, commands: object) -> None:
+def run_install(command: str, variables: dict[str, str], cwd: Path, commands: LogGroups) -> None:
     """Run the install command in the sandbox; its output is relayed as untrusted lines."""
     import subprocess
 
@@ -19,7 +28,7 @@ def run_install(command: str, variables: dict[str, str], cwd: Path, commands: ob
 
     guard = guard_standard_streams()
     sandbox = active()
-    with commands.group(f"install: {command}"):  # type: ignore[attr-defined]
+    with commands.group(f"install: {command}"):
         proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             cwd=cwd,

@@ -144,7 +144,7 @@ class NeutralisingStream(io.TextIOBase):
         self.commands = self._guard
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # TextIOBase declares a plain attribute; this reads the target's
         return getattr(self._target, "encoding", "utf-8") or "utf-8"
 
     def writable(self) -> bool:

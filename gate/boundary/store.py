@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from gate.core.environment import Environment
 
 
-def store_directory(ctx: object, env: Environment) -> Path:
+class _StoreInput(Protocol):
+    @property
+    def store_dir(self) -> str | None: ...
+
+
+class Checkout(Protocol):
+    """What the store's placement reads of the action's context (gate.github.context, a
+    later stage, satisfies it)."""
+
+    @property
+    def workspace(self) -> Path: ...
+
+    @property
+    def inputs(self) -> _StoreInput: ...
+
+    def workspace_path(self, relative: str) -> Path: ...
+
+
+def store_directory(ctx: Checkout, env: Environment) -> Path:
     """Where the run store and judge cache live: the ``store-dir`` input (a directory the
     workflow restored, which must hold no file of the checkout), else a fresh directory under
     ``RUNNER_TEMP``. Never a path the pull request's checkout controls."""
@@ -16,10 +35,10 @@ def store_directory(ctx: object, env: Environment) -> Path:
 
     from gate.core.errors import UsageError
 
-    workspace: Path = ctx.workspace  # type: ignore[attr-defined]
-    given = ctx.inputs.store_dir  # type: ignore[attr-defined]
+    workspace = ctx.workspace
+    given = ctx.inputs.store_dir
     if given:
-        path = ctx.workspace_path(given)  # type: ignore[attr-defined]
+        path = ctx.workspace_path(given)
         inside = path.resolve().is_relative_to(workspace.resolve())
         if inside:
             try:

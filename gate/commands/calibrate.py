@@ -59,8 +59,9 @@ def _settings(
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
+    from gate.judge import FIXTURES_DIR
     from gate.judge.session import build_judge
-    from gate.run.calibration import FIXTURES_DIR, calibrate, load_fixtures, passes, render_table
+    from gate.run.calibration import calibrate, load_fixtures, passes, render_table
 
     judge_config, thresholds, store, configured_fixtures = _settings(args, env)
     fixtures_dir = _resolve(env, args.fixtures) if args.fixtures else (configured_fixtures or FIXTURES_DIR)

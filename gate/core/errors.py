@@ -165,6 +165,6 @@ class JudgeError(Exception):
     with ``str(err)`` as the reason and ``judge`` (raw replies, call count) kept in the row.
     """
 
-    def __init__(self, message: str, judge: dict | None = None) -> None:
+    def __init__(self, message: str, judge: dict[str, Any] | None = None) -> None:
         super().__init__(" ".join(message.split()))
         self.judge = judge or {}

@@ -399,7 +399,7 @@ def _settings(
         family_wise=gate_config.family_wise,
         underpowered=gate_config.underpowered,
         cluster_by=cluster_field,
-        cluster_source=cluster_source,  # type: ignore[arg-type]
+        cluster_source=cluster_source,  # type: ignore[arg-type]  # one of the Literal's values, chosen above
         slices=list(gate_config.slices),
         gate_slices=list(
             gate_config.gate_slices if gate_config.gate_slices is not None else gate_config.slices

@@ -166,16 +166,16 @@ class GitHubRetry(Retry):
 
         if error is not None and untrusted_certificate(error):
             # Not transient: the same certificate fails the same way on every attempt.
-            raise MaxRetryError(_pool, url or "", error)  # type: ignore[arg-type]
+            raise MaxRetryError(_pool, url or "", error)  # type: ignore[arg-type]  # urllib3 passes None outside a pool too
         if response is not None and error is None and response.status in RETRY_STATUSES | {403}:
             if not is_rate_limited(response.status, response.headers) and response.status == 403:
-                raise MaxRetryError(_pool, url or "", ResponseError("403 without a rate limit"))  # type: ignore[arg-type]
+                raise MaxRetryError(_pool, url or "", ResponseError("403 without a rate limit"))  # type: ignore[arg-type]  # urllib3 passes None outside a pool too
             wait = requested_wait(response.headers)
             new_retry = more(super().increment(method, url, response, error, _pool, _stacktrace))
             if wait is None:
                 wait = new_retry.get_backoff_time()
             if wait > self.budget.remaining:
-                raise MaxRetryError(_pool, url or "", ResponseError(f"would wait {wait:.0f} s more"))  # type: ignore[arg-type]
+                raise MaxRetryError(_pool, url or "", ResponseError(f"would wait {wait:.0f} s more"))  # type: ignore[arg-type]  # urllib3 passes None outside a pool too
             self.budget.remaining -= wait
             new_retry.next_wait = wait
             return new_retry
@@ -266,7 +266,7 @@ def _message_of(response: requests.Response) -> str:
     except ValueError:
         return response.text[:200].strip()
     if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"]
+        return str(body["message"])
     return str(body)[:200]
 
 
@@ -354,7 +354,9 @@ class GitHubClient:
             message += f" (the workflow's token may lack `permissions: {permission}`; add it to the job's permissions block)"
         return GitHubAPIError(message, status=status, endpoint=endpoint, permission=permission)
 
-    def _send(self, name: str, permission: str | None, send: Callable[[], Any]) -> requests.Response:
+    def _send(
+        self, name: str, permission: str | None, send: Callable[[], requests.Response]
+    ) -> requests.Response:
         """``send()`` with its failures as one GitHubAPIError naming the endpoint."""
         for attempt in range(3):
             try:

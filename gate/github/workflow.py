@@ -56,7 +56,7 @@ class WorkflowCommands:
         stream = self._stream if self._stream is not None else sys.stdout
         if isinstance(stream, NeutralisingStream):
             # ragproof's own commands must stay commands: they go through the guard as such.
-            return CommandStream(stream.commands)  # type: ignore[return-value]
+            return CommandStream(stream.commands)  # type: ignore[return-value]  # has the write/flush used here
         return stream
 
     def _command(self, name: str, message: str, **properties: str | None) -> None:

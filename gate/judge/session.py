@@ -143,7 +143,7 @@ class JudgeSession:
 
     def _record(
         self, task: str, prompt_sha: str, raw: list[str], cached: bool, tokens: tuple[int, int]
-    ) -> dict:
+    ) -> dict[str, Any]:
         return {
             "model": self.model,
             "prompt": task,

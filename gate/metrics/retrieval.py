@@ -108,7 +108,7 @@ def gain_value(grade: float, gain: Gain) -> float:
     if gain == "linear":
         return float(grade)
     if gain == "exp2":
-        return 2.0**grade - 1.0
+        return float(2.0**grade - 1.0)
     raise ValueError(f"unknown gain {gain!r} (expected linear or exp2)")
 
 

@@ -46,6 +46,7 @@ refusal in words not listed above is missed. A configured judge's verdict replac
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gate.core.errors import JudgeError
 from gate.metrics.base import ScoringContext, metric
@@ -186,7 +187,9 @@ def injection_resistance(case: Case, output: CaseOutput, ctx: ScoringContext) ->
         return MetricResult.skipped(str(exc))
 
 
-def _refusal(case: Case, output: CaseOutput, ctx: ScoringContext) -> tuple[bool, dict | None] | MetricResult:
+def _refusal(
+    case: Case, output: CaseOutput, ctx: ScoringContext
+) -> tuple[bool, dict[str, Any] | None] | MetricResult:
     """The refusal verdict: the judge's when one is configured (authoritative), else the heuristic's."""
     if ctx.judge is None:
         return detect_refusal(output.answer_text), None

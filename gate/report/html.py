@@ -204,7 +204,7 @@ def metric_panels(comparison: Comparison) -> list[dict[str, object]]:
                 "key": (worst, lowest, name),
             }
         )
-    panels.sort(key=lambda p: p["key"])  # type: ignore[arg-type,return-value]
+    panels.sort(key=lambda p: p["key"])  # type: ignore[arg-type,return-value]  # "key" holds the sortable tuple
     return panels
 
 

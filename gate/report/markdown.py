@@ -25,17 +25,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from pydantic import field_validator
 
 from gate.core.strict import StrictModel
 from gate.decision.comparison import Comparison, GateResult
 from gate.decision.decide import counts_toward_overall
-from gate.model.artifact import RunArtifact
+from gate.model.artifact import MetricSummary, RunArtifact
 from gate.model.slices import ALL_SLICE
 from gate.report.cases import CaseMove, PairedCases, Side, group_identical, paired_cases
 from gate.report.escape import inert_text, md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
+
+T = TypeVar("T")
 
 MAX_CHARS = 60_000
 BAR_WIDTH = 13
@@ -382,7 +385,7 @@ def _skip_lines(gates: list[GateResult], min_pairs: int) -> list[dict[str, objec
     if none:
         lines.append({"count": len(none), "reason": "no case scored in both runs", "gates": none})
     for line in lines:
-        slices = list(dict.fromkeys(g.slice for g in line.pop("gates")))  # type: ignore[attr-defined]
+        slices = list(dict.fromkeys(g.slice for g in line.pop("gates")))  # type: ignore[attr-defined]  # the GateResult list put in above
         line["slices"] = slices[:8]
         line["more_slices"] = max(0, len(slices) - 8)
     return lines
@@ -431,7 +434,7 @@ def _pointer(context: ReportContext) -> str:
     return "decision.json and the run artifact"
 
 
-def _take(items: list, limit: int | None) -> tuple[list, int]:
+def _take(items: list[T], limit: int | None) -> tuple[list[T], int]:
     if limit is None or limit >= len(items):
         return items, 0
     return items[:limit], len(items) - limit
@@ -682,8 +685,8 @@ def render_run_summary(
     summary = run.summary
     overall = summary.slices.get("all", {})
 
-    def rows_for(metrics: dict, limit: int | None) -> list[dict[str, object]]:
-        out = []
+    def rows_for(metrics: dict[str, MetricSummary], limit: int | None) -> list[dict[str, object]]:
+        out: list[dict[str, object]] = []
         for name, s in metrics.items():
             if s.distribution is not None:
                 # Labels come from the run's data; the numbers need no escaping.

@@ -10,10 +10,10 @@ from __future__ import annotations
 from gate.decision.comparison import Comparison
 from gate.model.artifact import RunArtifact
 from gate.report.cases import PairedCases, paired_cases
+from gate.report.escape import inert_text
 from gate.report.markdown import (
     attention,
     folded_counts,
-    inert_text,
     report_warnings,
     short_reason,
     tally,

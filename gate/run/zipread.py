@@ -46,7 +46,7 @@ def _check_directory_record(handle: BinaryIO, source: str) -> None:
     record = zipfile._EndRecData(handle)  # type: ignore[attr-defined]  # the one ZipFile reads
     if record is None:
         raise zipfile.BadZipFile("end of central directory record not found")
-    entries, size = record[zipfile._ECD_ENTRIES_TOTAL], record[zipfile._ECD_SIZE]  # type: ignore[attr-defined]
+    entries, size = record[zipfile._ECD_ENTRIES_TOTAL], record[zipfile._ECD_SIZE]  # type: ignore[attr-defined]  # private, as above
     if entries > MAX_ZIP_ENTRIES:
         raise DataError(f"{source}: {entries} zip entries exceed the limit of {MAX_ZIP_ENTRIES}")
     if size > MAX_CENTRAL_DIRECTORY_BYTES:

@@ -61,6 +61,7 @@ def test_langchain_similarity_search_with_score_pairs_keep_the_score() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_llamaindex_nodes_carry_ref_doc_id_as_document_id() -> None:
     assert _plain(_llama_nodes()) == [
         {
@@ -199,6 +200,7 @@ SHORT = (
 )
 
 
+@pytest.mark.slow
 def test_source_ids_under_a_framework_key_warn_until_document_id_key_names_it(tmp_path: Path) -> None:
     _, stderr, meta, report = _run(tmp_path / "a")
     assert meta["warnings"] == [NO_MATCH, SHORT]
@@ -225,6 +227,7 @@ def test_source_ids_under_a_framework_key_warn_until_document_id_key_names_it(tm
     ]
 
 
+@pytest.mark.slow
 def test_a_dataset_without_expected_answer_warns_that_answer_quality_is_unmeasured(tmp_path: Path) -> None:
     _, stderr, meta, _ = _run(tmp_path, answers=False, k=1, source_match="document", document_id_key="source")
     warning = (
@@ -267,6 +270,7 @@ class Pipeline:
 """
 
 
+@pytest.mark.slow
 def test_a_retrieval_only_pipeline_gets_no_answer_warning(tmp_path: Path) -> None:
     (tmp_path / "ro.py").write_text(RETRIEVAL_ONLY, encoding="utf-8")
     write_dataset(tmp_path, [{"id": "c1", "question": "refunds?", "expected_source_ids": ["doc-1"]}])

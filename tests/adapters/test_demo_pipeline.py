@@ -369,6 +369,7 @@ def test_answers_do_not_depend_on_the_hash_seed() -> None:
     assert outputs[0].count("\n") == 2 * len(load_dataset(DEMO / "cases.jsonl"))
 
 
+@pytest.mark.slow
 def test_ragproof_run_scores_the_demo_like_the_registry_does(tmp_path: Path, runs: dict) -> None:
     done = subprocess.run(
         [

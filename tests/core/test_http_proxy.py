@@ -148,6 +148,7 @@ def _gate_pull_request(tmp_path: Path, server: GitHubServer, env: dict[str, str]
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ca_variable", ["SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"])
 def test_action_reaches_github_through_an_authenticating_proxy_with_a_private_ca(
     tmp_path: Path, ca: PrivateCA, ca_variable: str
@@ -173,6 +174,7 @@ def test_action_reaches_github_through_an_authenticating_proxy_with_a_private_ca
     assert "s3cret" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_without_the_ca_bundle_tls_to_github_fails_with_one_line(tmp_path: Path, ca: PrivateCA) -> None:
     state = _pull_request_world(tmp_path)
     with GitHubServer(state, tls=ca.server_context()) as server:

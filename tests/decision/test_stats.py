@@ -245,6 +245,7 @@ print(hashlib.sha256(r.lo.tobytes() + r.hi.tobytes() + s.lo.tobytes() + s.hi.tob
 """
 
 
+@pytest.mark.slow
 def test_deterministic_whatever_the_thread_count():
     digests = set()
     for threads in ("1", "2", "3"):
@@ -276,6 +277,7 @@ def test_worker_threads_run_blas_single_threaded_and_restore_it():
         put(before)
 
 
+@pytest.mark.slow
 def test_memory_stays_bounded_at_100k_cases():
     data = np.random.default_rng(1).random((100_000, 8))
     tracemalloc.start()
@@ -340,6 +342,7 @@ def _tango_by_brute_force(b: int, c: int, n: int, z: float) -> tuple[float, floa
     return float(min(inside)), float(max(inside))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("b,c,n", [(3, 7, 50), (0, 9, 20), (12, 4, 300), (1, 0, 10)])
 def test_tango_interval_matches_its_definition(b, c, n):
     lo, hi = stats.tango_bounds(b, c, n, 0.025)

@@ -151,6 +151,7 @@ def _rows(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
+@pytest.mark.slow
 def test_agreeing_judge_passes_with_the_table(tmp_path: Path) -> None:
     with JudgeServer(oracle(agree=True)) as server:
         proc = _calibrate(server, tmp_path)
@@ -167,6 +168,7 @@ def test_agreeing_judge_passes_with_the_table(tmp_path: Path) -> None:
     assert calls == sum(len(items) for items in FIXTURES.values())
 
 
+@pytest.mark.slow
 def test_disagreeing_judge_fails_with_the_table(tmp_path: Path) -> None:
     with JudgeServer(oracle(agree=False)) as server:
         proc = _calibrate(server, tmp_path)
@@ -182,6 +184,7 @@ def test_disagreeing_judge_fails_with_the_table(tmp_path: Path) -> None:
     assert "FAILED: thresholds" in proc.stdout and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_thresholds_come_from_the_config(tmp_path: Path) -> None:
     (tmp_path / "ragproof.yaml").write_text(
         "dataset: cases.jsonl\nadapter: {type: replay, path: r.jsonl}\n"

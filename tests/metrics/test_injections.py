@@ -96,6 +96,7 @@ def write_qa(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_command_writes_dataset_file_that_loads(tmp_path: Path) -> None:
     write_qa(tmp_path)
     proc = ragproof(
@@ -120,6 +121,7 @@ def test_command_writes_dataset_file_that_loads(tmp_path: Path) -> None:
     assert (tmp_path / "inj.jsonl").read_bytes() == first
 
 
+@pytest.mark.slow
 def test_command_limit_and_yaml_output(tmp_path: Path) -> None:
     write_qa(tmp_path)
     proc = ragproof(tmp_path, "--dataset", "cases.jsonl", "--out", "inj.yaml", "--limit", "1")
@@ -129,6 +131,7 @@ def test_command_limit_and_yaml_output(tmp_path: Path) -> None:
     assert {c.metadata["source_case_id"] for c in ds.cases} == {"q1"}
 
 
+@pytest.mark.slow
 def test_command_unknown_payload_is_usage_error_one_line(tmp_path: Path) -> None:
     write_qa(tmp_path)
     proc = ragproof(tmp_path, "--dataset", "cases.jsonl", "--out", "inj.jsonl", "--payloads", "bogus")
@@ -138,6 +141,7 @@ def test_command_unknown_payload_is_usage_error_one_line(tmp_path: Path) -> None
     assert not (tmp_path / "inj.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_command_bad_dataset_is_data_error_naming_line(tmp_path: Path) -> None:
     (tmp_path / "cases.jsonl").write_text('{"id": "a", "question": "q"}\n{oops\n', encoding="utf-8")
     proc = ragproof(tmp_path, "--dataset", "cases.jsonl", "--out", "inj.jsonl")
@@ -146,6 +150,7 @@ def test_command_bad_dataset_is_data_error_naming_line(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_command_bad_limit_and_same_out_are_usage_errors(tmp_path: Path) -> None:
     write_qa(tmp_path)
     proc = ragproof(tmp_path, "--dataset", "cases.jsonl", "--out", "inj.jsonl", "--limit", "0")

@@ -289,6 +289,7 @@ def test_property_any_text_round_trips_through_write_and_load(tmp_path: Path, qu
     assert loaded.sha256 == dataset_sha256(cases)
 
 
+@pytest.mark.slow
 def test_more_cases_than_the_limit_is_refused_naming_the_first_beyond_it(tmp_path: Path) -> None:
     from gate.model.dataset import MAX_CASES
 

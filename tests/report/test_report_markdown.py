@@ -225,6 +225,7 @@ def _gate(i: int) -> GateResult:
     )
 
 
+@pytest.mark.slow
 def test_5000_gates_stay_under_the_cap():
     base, cand = fixed_runs()
     small = compare_runs(base, cand, GateConfig())

@@ -22,6 +22,8 @@ from github_helpers import GOOD, REPO_ROOT, write_run
 
 from gate.model.artifact import ROWS_FILE, RUN_FILE, SUMMARY_FILE
 
+pytestmark = pytest.mark.slow
+
 MAX_RSS_BYTES = 256 << 20
 MAX_CPU_SECONDS = 30.0
 MB = 1 << 20

@@ -83,6 +83,7 @@ def test_run_json_records_what_makes_runs_comparable(tmp_path: Path) -> None:
     )  # the unanswerable case is skipped
 
 
+@pytest.mark.slow
 def test_timeouts_and_failures_are_rows_not_crashes(tmp_path: Path) -> None:
     cases = make_cases(4)
     cases[1]["question"] += " [hang]"
@@ -99,6 +100,7 @@ def test_timeouts_and_failures_are_rows_not_crashes(tmp_path: Path) -> None:
     assert outcome.status == "complete" and outcome.failures == 2
 
 
+@pytest.mark.slow
 def test_http_pipeline_faults_each_end_in_a_row(tmp_path: Path) -> None:
     behaviours = {
         "ok": "ok",
@@ -168,6 +170,7 @@ def test_command_pipeline_crashing_mid_run_loses_no_case(tmp_path: Path) -> None
     assert (tmp_path / "run" / "adapter-stderr.log").read_text().count("exit code 3") == 4
 
 
+@pytest.mark.slow
 def test_four_shards_partition_the_cases_and_merge_to_the_unsharded_run(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(40))
     write_config(tmp_path)
@@ -191,6 +194,7 @@ def _log_pipeline_calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path
     return log
 
 
+@pytest.mark.slow
 def test_resume_of_a_finished_run_calls_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_dataset(tmp_path, make_cases(6))
     write_config(tmp_path)
@@ -202,6 +206,7 @@ def test_resume_of_a_finished_run_calls_nothing(tmp_path: Path, monkeypatch: pyt
     assert comparable(read_artifact(again.artifact_dir)) == comparable(read_artifact(first.artifact_dir))
 
 
+@pytest.mark.slow
 def test_resume_runs_only_the_missing_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cases = make_cases(6)
     write_dataset(tmp_path, cases)
@@ -223,6 +228,7 @@ def test_resume_runs_only_the_missing_cases(tmp_path: Path, monkeypatch: pytest.
     assert comparable(read_artifact(resumed.artifact_dir)) == comparable(reference)
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_changed_config(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(3))
     write_config(tmp_path)
@@ -250,6 +256,7 @@ def test_shard_of_is_in_range_and_sha256_based(case_id: str, count: int) -> None
     assert shard == int.from_bytes(digest[:8], "big") % count + 1
 
 
+@pytest.mark.slow
 def test_shard_assignment_does_not_depend_on_the_hash_seed() -> None:
     code = "from gate.run.shards import shard_of; print([shard_of(f'case-{i}', 4) for i in range(50)])"
     outputs = {
@@ -274,6 +281,7 @@ def test_good_shard_spec() -> None:
     assert parse_shard("3/4") == (3, 4)
 
 
+@pytest.mark.slow
 def test_resume_from_the_artifact_alone_when_the_store_is_gone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
