@@ -89,7 +89,8 @@ class PairedColumn:
 
     @property
     def paired(self) -> np.ndarray:
-        return ~np.isnan(self.diff)
+        mask: np.ndarray = ~np.isnan(self.diff)
+        return mask
 
 
 @dataclass
