@@ -4,7 +4,9 @@
 pass -> success, review -> ``action_required`` by default (a required check counts
 ``success``, ``neutral`` and ``skipped`` as passing, so ``review`` must not be neutral unless
 the workflow says so: input ``review-conclusion``), block -> failure; no baseline -> neutral
-(nothing to protect yet); a result accepted by a maintainer -> success.
+(nothing to protect yet); a result accepted by a maintainer -> success. A red check is a red
+step: :func:`step_exit_code` fails the step whenever the check concludes failure or
+``action_required``, whatever ``fail-on`` says (a ``none`` decision included).
 
 GitHub caps ``output.summary`` and ``.text`` at 65,535 **bytes** each (UTF-8; a report with
 non-ASCII text can be far longer in bytes than in characters): longer values are cut at a
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from gate.core.errors import EXIT_FAILED, EXIT_OK
 from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.models import CheckRun, parse_response
 
@@ -40,6 +43,16 @@ def conclusion_for(decision: str, review: ReviewConclusion = "action_required") 
     """The check conclusion of a gate decision; ``review`` maps to the configured one, and so
     does ``none`` (nothing could be compared is no pass: a person looks)."""
     return review if decision in ("review", "none") else CONCLUSION_OF_DECISION[decision]
+
+
+RED_CONCLUSIONS: frozenset[Conclusion] = frozenset({"failure", "action_required"})
+
+
+def step_exit_code(exit_code: int, conclusion: Conclusion) -> int:
+    """The step's exit code beside a check of ``conclusion``: ``exit_code`` (by ``fail-on``), but
+    never 0 beside a red check (failure or ``action_required``): then 1 (EXIT_FAILED), so a
+    workflow's later steps and its own status never read as green what the check reads as red."""
+    return EXIT_FAILED if exit_code == EXIT_OK and conclusion in RED_CONCLUSIONS else exit_code
 
 
 def utf8_len(text: str) -> int:

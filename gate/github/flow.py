@@ -64,7 +64,13 @@ from gate.github.baseline import (
     find_run_artifact,
     repository_info,
 )
-from gate.github.checks import Conclusion, ReviewConclusion, conclusion_for, create_check_run
+from gate.github.checks import (
+    Conclusion,
+    ReviewConclusion,
+    conclusion_for,
+    create_check_run,
+    step_exit_code,
+)
 from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.comment import find_comment, marker, write_comment
 from gate.github.context import GitHubContext
@@ -205,12 +211,14 @@ class Result:
         review: ReviewConclusion = "action_required",
         text: str | None = None,
     ) -> Result:
-        """A gate decision: exit code by ``fail_on``, check conclusion by the decision."""
+        """A gate decision: check conclusion by the decision, exit code by ``fail_on`` and never 0
+        beside a red check (:func:`gate.github.checks.step_exit_code`)."""
+        conclusion = conclusion_for(decision, review)
         return cls(
             decision,
-            exit_code_for(decision, fail_on),
+            step_exit_code(exit_code_for(decision, fail_on), conclusion),
             report,
-            conclusion_for(decision, review),
+            conclusion,
             title,
             search,
             text=text,
@@ -312,9 +320,18 @@ class ActionFlow:
             },
         )
 
-    def policy(self, baseline: RunArtifact | None) -> TrustedPolicy:
-        """The configuration to run and gate with (the baseline's policy; see gate.github.policy)."""
-        return trusted_policy(self.config, baseline, store_dir=self.store_dir, judge=self._judge_overrides())
+    def policy(self, search: BaselineSearch | None) -> TrustedPolicy:
+        """The configuration to run and gate with: the default branch's newest baseline's policy,
+        with what differs in the one compared with reported (see gate.github.policy)."""
+        latest = search.latest if search is not None else None
+        compared = search.baseline if search is not None else None
+        return trusted_policy(
+            self.config,
+            latest.artifact if latest is not None else None,
+            store_dir=self.store_dir,
+            judge=self._judge_overrides(),
+            compared=compared.artifact if compared is not None else None,
+        )
 
     # -- the candidate -------------------------------------------------------------------
     def run_pipeline(
@@ -381,7 +398,7 @@ class ActionFlow:
             return self.baseline_mode()
         target = self.target()
         search = self.find_baseline(target)
-        policy = self.policy(search.baseline.artifact if search.baseline else None)
+        policy = self.policy(search)
         candidate = self.candidate_for_compare(target, policy)
         return self.gate(candidate, target, search, policy)
 
@@ -517,7 +534,7 @@ class ActionFlow:
             submitted = fetch_artifact(
                 self.client, artifact, self._scratch(), label=f"candidate artifact {name!r} of run {run.id}"
             )
-            policy = self.policy(search.baseline.artifact if search.baseline else None)
+            policy = self.policy(search)
             candidate = self.rescore(submitted, policy, run)
         except DataError as exc:
             return self.refuse_candidate(exc, target, search)
@@ -617,8 +634,15 @@ class ActionFlow:
         from gate.report.markdown import render_notes
 
         lines = list(first)
-        if search.baseline is not None and search.baseline.commits_behind:
-            lines.append(search.baseline.staleness() + ": the newest baseline at or before the merge base.")
+        chosen = search.baseline
+        if chosen is not None and chosen.commits_behind is None:
+            lines.append(
+                f"The merge base {chosen.merge_base_sha[:7]} has no usable baseline at or before it (the pull "
+                "request forked before the default branch's baselines, or they expired): compared with the "
+                f"default branch's newest baseline instead, {chosen.staleness()}."
+            )
+        elif chosen is not None and chosen.commits_behind:
+            lines.append(chosen.staleness() + ": the newest baseline at or before the merge base.")
         lines += (search.warnings + search.notes)[:10]
         return render_notes(lines)
 

@@ -22,10 +22,12 @@ name the baseline's own ``adapter.env_passthrough`` does not list: which of the 
 the pipeline may see is the default branch's choice (an addition is reported, and applies after
 merge).
 
-Where the pull request's own file or dataset differ from the baseline's,
-:class:`PolicyChange` lists exactly what: dotted keys with old -> new values, cases added,
-removed and edited by id. The action then decides at least ``review``: a policy change needs
-a human and takes effect after merge, when the default branch records a new baseline.
+Where the pull request's own file or dataset differ from the baseline's (the one compared with,
+at or before its fork point), :class:`PolicyChange` lists exactly what: dotted keys with
+old -> new values, cases added, removed and edited by id; where the default branch's policy
+changed since that baseline, ``since`` lists that too (the newest applies). The action then
+decides at least ``review``: a policy change needs a human and takes effect after merge, when
+the default branch records a new baseline.
 """
 
 from __future__ import annotations
@@ -82,31 +84,31 @@ class KeyChange:
 
 @dataclass
 class PolicyChange:
-    """How the pull request's config and dataset differ from the baseline's (the policy used)."""
+    """How the pull request's config and dataset differ from the baseline's, and (``since``) how
+    the default branch's policy changed between the baseline compared with and the newest one,
+    whose policy is used."""
 
     keys: list[KeyChange] = field(default_factory=list)
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     edited: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # e.g. a withheld env_passthrough name
+    since: PolicyChange | None = None
+    since_run: str | None = None  # the run id of the baseline compared with, when ``since`` is set
+
+    def _differs(self) -> bool:
+        return bool(self.keys or self.added or self.removed or self.edited)
 
     @property
     def changed(self) -> bool:
-        return bool(self.keys or self.added or self.removed or self.edited or self.problems)
+        return self._differs() or bool(self.problems) or (self.since is not None and self.since.changed)
 
-    def notes(self) -> list[str]:
-        """Plain-text lines for the report (empty when nothing changed)."""
-        if not self.changed:
-            return []
-        lines = [
-            "This pull request changes the gate's policy or dataset. The comparison used the baseline's "
-            "(the changes take effect after merge, once the default branch records a new baseline), "
-            "and the decision is at least review: a maintainer must look at them."
-        ]
+    def _details(self, config: str) -> list[str]:
+        lines = []
         if self.keys:
             shown = "; ".join(str(change) for change in self.keys[:MAX_LISTED])
             more = f"; … {len(self.keys) - MAX_LISTED} more" if len(self.keys) > MAX_LISTED else ""
-            lines.append(f"ragproof.yaml changes: {shown}{more}.")
+            lines.append(f"{config} changes: {shown}{more}.")
         for label, ids in (("added", self.added), ("removed", self.removed), ("edited", self.edited)):
             if ids:
                 shown = ", ".join(ids[:MAX_LISTED])
@@ -114,7 +116,25 @@ class PolicyChange:
                 lines.append(
                     f"Dataset: {len(ids)} case{'s' if len(ids) != 1 else ''} {label}: {shown}{more}."
                 )
-        lines += self.problems
+        return lines
+
+    def notes(self) -> list[str]:
+        """Plain-text lines for the report (empty when nothing changed)."""
+        lines: list[str] = []
+        if self._differs() or self.problems:
+            lines.append(
+                "This pull request changes the gate's policy or dataset. The comparison used the default "
+                "branch's (the changes take effect after merge, once the default branch records a new "
+                "baseline), and the decision is at least review: a maintainer must look at them."
+            )
+            lines += self._details("ragproof.yaml")
+            lines += self.problems
+        if self.since is not None and self.since.changed:
+            lines.append(
+                f"The default branch's policy changed after the baseline compared with (run {self.since_run}): "
+                "its newest baseline's policy and cases were used, and the decision is at least review."
+            )
+            lines += self.since._details("The default branch's ragproof.yaml") + self.since.problems
         return lines
 
 
@@ -179,8 +199,14 @@ def trusted_policy(
     *,
     store_dir: Path,
     judge: Mapping[str, Any],
+    compared: RunArtifact | None = None,
 ) -> TrustedPolicy:
     """The effective configuration for gating ``pull`` (see the module docstring).
+
+    ``baseline`` is the default branch's newest baseline: its policy applies. ``compared``, the
+    baseline whose scores are compared with (the merge base's), when it is another run: what
+    the pull request changed is measured against it (the pull request branched from there), and
+    how its recorded policy differs from the newest is ``change.since``.
 
     ``judge`` holds the workflow's judge endpoint settings (:func:`judge_overrides`). A
     baseline without a recorded configuration or dataset (written by an older ragproof) leaves
@@ -199,19 +225,34 @@ def trusted_policy(
                 data[section] = recorded[section]
             else:
                 data.pop(section, None)
-        change.keys = key_changes(recorded, pull_data)
         dataset = Dataset(
             path=str(recorded.get("dataset", baseline.meta.dataset.path)),
             cases=cases,
             sha256=baseline.meta.dataset.sha256,
             version=baseline.meta.dataset.version,
         )
+        reference, reference_cases = recorded, dataset
+        if compared is not None and compared is not baseline:
+            since = PolicyChange()
+            if compared.meta.config is not None and compared.cases is not None:
+                reference = compared.meta.config
+                reference_cases = Dataset(dataset.path, compared.cases, compared.meta.dataset.sha256)
+                since.keys = key_changes(reference, recorded)
+                case_changes(reference_cases, dataset, since)
+            else:
+                since.problems.append(
+                    f"The baseline compared with (run {compared.meta.run_id}) records no configuration or "
+                    "dataset (written by an older ragproof): the pull request's changes are measured against "
+                    "the newest baseline."
+                )
+            change.since, change.since_run = since, compared.meta.run_id
+        change.keys = key_changes(reference, pull_data)
         try:
             pull_cases = load_dataset(pull.resolve(pull.dataset), pull.dataset_version)
         except DataError as exc:
             change.problems.append(f"The pull request's dataset cannot be read: {exc}")
         else:
-            case_changes(dataset, pull_cases, change)
+            case_changes(reference_cases, pull_cases, change)
     else:
         if baseline is not None:
             change.problems.append(

@@ -127,7 +127,7 @@ def test_a_policy_change_on_an_equal_pipeline_is_review_not_pass(
 ) -> None:
     _edit_config(_project(tmp_path), lambda d: _gate(d).update(margin=0.5, seed=7))
     result = _pr(tmp_path, server)  # the same pipeline as the baseline: a pass, but for the change
-    assert result.returncode == 0, result.stderr  # fail-on: block
+    assert result.returncode == 1, result.stderr  # the check is action_required: a red step
     assert result.outputs["decision"] == "review"
     body = _ours(server.state)[0]["body"]
     assert "## ragproof: ⚠️ Needs review" in body
@@ -142,7 +142,7 @@ def test_the_variables_the_pipeline_may_see_are_the_baselines_choice(
     workspace = _project(tmp_path)
     _edit_config(workspace, lambda d: d["adapter"]["env_passthrough"].append("DEPLOY_PASSWORD"))
     result = _pr(tmp_path, server, extra_env={"DEPLOY_PASSWORD": "hunter2"})
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # review: the check is action_required
     seen = json.loads((workspace / "seen-env.json").read_text())
     assert seen["DEPLOY_PASSWORD"] is False
     assert result.outputs["decision"] == "review"  # a pass, but the pull request changed the policy
@@ -292,7 +292,7 @@ def test_a_baseline_without_a_recorded_policy_needs_review(runs: dict[str, bytes
     pull_request_scenario(world, _without_policy(runs["baseline"]))
     with GitHubServer(world) as github:
         result = _pr(tmp_path, github)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # review: the check is action_required
     assert result.outputs["decision"] == "review" and result.outputs["policy-changed"] == "true"
     body = _ours(world)[0]["body"]
     assert md_escape("records no configuration or dataset (written by an older ragproof)") in body

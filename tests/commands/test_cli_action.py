@@ -223,24 +223,29 @@ def test_rerun_updates_the_one_comment(tmp_path: Path, server: GitHubServer) -> 
     assert "**Why:** retrieval.hit\\_rate\\_at\\_k on all dropped: Δ −0.600" in comment["body"]
     assert blocked["text"].count("❌&nbsp;real&nbsp;drop") >= 1
     third = _pr(tmp_path, server, misses=14, inputs={"fail-on": "never"})
-    assert third.returncode == 0 and third.outputs["decision"] == "block"
+    # fail-on never cannot turn a failing check into a passing step: a red check is a red step
+    assert third.returncode == 1 and third.outputs["decision"] == "block"
     assert len(_ours(server.state)) == 1
 
 
 def test_merge_base_run_is_chosen_over_newer_default_branch_runs(
-    tmp_path: Path, server: GitHubServer
+    tmp_path: Path, server: GitHubServer, runs: dict[str, bytes]
 ) -> None:
+    """The scores compared with are the merge base's; the newest usable default-branch run is read
+    for its policy (a refused newer artifact is skipped with a warning, the next one is used)."""
     state = server.state
     later = datetime(2026, 3, 2, tzinfo=UTC)
     state.add_commit("c2" * 20, [MERGE_BASE], later)
     state.branches["main"] = "c2" * 20
-    for hours in (1, 2):
-        newer = state.add_run(head_sha="c2" * 20, created_at=later + timedelta(hours=hours))
-        state.add_artifact(newer, "ragproof-run", b"would fail validation if it were used")
+    usable = state.add_run(head_sha="c2" * 20, created_at=later + timedelta(hours=1))
+    state.add_artifact(usable, "ragproof-run", runs["baseline"])
+    broken = state.add_run(head_sha="c2" * 20, created_at=later + timedelta(hours=2))
+    state.add_artifact(broken, "ragproof-run", b"would fail validation if it were used")
     result = _pr(tmp_path, server)
     assert result.returncode == 0, result.stderr
     assert result.outputs["baseline-sha"] == MERGE_BASE
-    assert len(_downloads(state)) == 1
+    assert len(_downloads(state)) == 3  # the broken newest, the newest usable, the merge base's
+    assert f"skipped baseline artifact 'ragproof-run' of run {broken}" in result.stdout
 
 
 def test_same_named_artifact_of_a_pr_run_or_a_fork_is_never_used(
