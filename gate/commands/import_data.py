@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from gate.commands._common import count, resolve
 from gate.core.environment import Environment
@@ -39,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="reference contexts become expected_source_ids (for run.source_match: substring)",
     )
+    parser.add_argument(
+        "--context-delimiter",
+        metavar="TEXT",
+        help="CSV: the text joining the items of a list cell (default: '|' when a cell has one, "
+        "as DeepEval writes; DeepEval's loader uses ';')",
+    )
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:
@@ -48,7 +55,11 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     out = resolve(env, args.out)
     if out.exists() and not args.force:
         raise UsageError(f"--out {args.out}: exists; pass --force to overwrite it")
-    fields = FieldMap(args.id, args.question, args.answer, args.sources, args.contexts_as_sources)
+    if args.context_delimiter is not None and not args.context_delimiter:
+        raise UsageError("--context-delimiter: expected a non-empty text")
+    fields = FieldMap(
+        args.id, args.question, args.answer, args.sources, args.contexts_as_sources, args.context_delimiter
+    )
     cases, report = import_dataset(
         resolve(env, args.source),
         args.format,
@@ -61,4 +72,11 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     load_dataset(out)  # what `validate` reads: the written file must load as it is
     print("\n".join(report.lines(len(cases), args.source, args.out)))
     print(f"wrote {count(len(cases), 'case')} to {args.out}")
+    if report.lost:
+        lost = sum(n for n, _, _ in report.lost.values())
+        print(
+            f"ragproof: warning: {count(lost, 'value')} could not be carried over as they were "
+            "(the 'lost' lines above)",
+            file=sys.stderr,
+        )
     return 0

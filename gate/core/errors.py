@@ -57,6 +57,11 @@ class NotComparableError(RagproofError):
     exit_code = EXIT_NOT_COMPARABLE
 
 
+def clipped(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis, for a value quoted in a message."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def location(path: object, line: int | None = None, field: str | None = None) -> str:
     """Format ``file:line: field`` for error messages (parts that are None are left out)."""
     out = str(path)

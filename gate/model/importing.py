@@ -5,12 +5,23 @@ Formats (``--format``; ``auto`` picks by the input's shape):
 * ``ragas`` / ``deepeval``: records (JSONL, a JSON list or a JSON object holding one list, or
   CSV) of an evaluation tool. The question is the first of ``question``, ``user_input``,
   ``input``, ``query``; the expected answer the first of ``ground_truth``, ``reference``,
-  ``expected_output``, ``ground_truths`` (a list: its first item). Reference contexts
-  (``reference_contexts``, DeepEval's ``context``) are texts, not source ids: they are kept in
-  ``metadata.reference_contexts`` (or, with ``contexts_as_sources``, become
-  ``expected_source_ids`` for ``run.source_match: substring``). What the evaluated pipeline
-  produced (``answer``, ``response``, ``actual_output``, ``contexts``, ``retrieved_contexts``,
-  ``retrieval_context``) is dropped: it is not ground truth.
+  ``expected_output``, ``ground_truths`` (a list: its first item; more than one is reported as
+  lost). Source ids: ragas' ``reference_context_ids`` (the ids of the reference chunks) and
+  DeepEval's ``source_file`` (the document a golden was generated from) become
+  ``expected_source_ids`` (the first present; with ``contexts_as_sources`` the contexts do,
+  and these stay in ``metadata``). Reference contexts (``reference_contexts``, DeepEval's ``context``)
+  are texts, not source ids: they are kept in ``metadata.reference_contexts`` (or, with
+  ``contexts_as_sources``, become ``expected_source_ids`` for ``run.source_match: substring``).
+  What the evaluated pipeline produced (``answer``, ``response``, ``actual_output``,
+  ``contexts``, ``retrieved_contexts``, ``retrieved_context_ids``, ``retrieval_context``) is
+  dropped: it is not ground truth.
+* CSV cells of list fields: a JSON list, a Python list repr (a ragas testset's
+  ``to_pandas().to_csv()``; read with :func:`ast.literal_eval`, which evaluates literals only),
+  or texts joined by a delimiter (DeepEval's ``save_as(file_type="csv")`` joins with ``|``; its
+  loader's default is ``;``). The delimiter is ``FieldMap.delimiter`` when given, else ``|``
+  when a list field's cell holds one, else none (the cell is one text). A cell that looks like
+  a list but is neither JSON nor a Python literal is reported as lost and kept verbatim in
+  ``metadata.<field>_unparsed``.
 * ``hf``: a Hugging Face ``datasets`` JSONL export (``Dataset.to_json``): the same, except
   that ``answer`` / ``answers`` (a string, a list, or SQuAD's ``{"text": [...]}``) are the
   expected answer, and ``context`` (the passage) goes to ``metadata.context``.
@@ -32,6 +43,7 @@ file, the line (or record) and the field.
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
@@ -40,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gate.core.errors import DataError, UsageError, json_problem, read_text_file, validated
+from gate.core.errors import DataError, UsageError, clipped, json_problem, read_text_file, validated
 from gate.model.dataset import Case
 
 Format = Literal["auto", "ragas", "deepeval", "hf", "beir", "trec"]
@@ -51,12 +63,25 @@ QUESTION_FIELDS = ("question", "user_input", "input", "query")
 ANSWER_FIELDS = ("ground_truth", "reference", "expected_output", "ground_truths")
 HF_ANSWER_FIELDS = ("answer", "answers")
 REFERENCE_CONTEXT_FIELDS = ("reference_contexts", "context")
-OUTPUT_FIELDS = ("answer", "response", "actual_output", "contexts", "retrieved_contexts", "retrieval_context")
+# Ground-truth source ids: ragas' reference chunk ids, DeepEval's source document.
+SOURCE_ID_FIELDS = ("reference_context_ids", "source_file")
+OUTPUT_FIELDS = (
+    "answer",
+    "response",
+    "actual_output",
+    "contexts",
+    "retrieved_contexts",
+    "retrieved_context_ids",
+) + ("retrieval_context",)
+# Fields holding a list, which a CSV cell carries as JSON, a Python repr or delimiter-joined text.
+LIST_FIELDS = frozenset(REFERENCE_CONTEXT_FIELDS + SOURCE_ID_FIELDS + OUTPUT_FIELDS[3:] + ("ground_truths",))
+EXAMPLE_CHARS = 60  # an example value in the report is cut to this many characters
 OWN_FIELDS = ("kind", "tags", "expected_source_ids", "relevance", "adversarial_payload", "metadata")
 # Fields that mark a record as an evaluation tool's rather than a plain dataset export.
 TOOL_MARKERS = frozenset(
     ("user_input", "ground_truth", "ground_truths", "reference", "expected_output", "actual_output")
     + ("contexts", "retrieved_contexts", "retrieval_context", "reference_contexts", "response")
+    + ("reference_context_ids", "retrieved_context_ids")
 )
 LIST_KEYS = ("data", "samples", "test_cases", "goldens", "examples", "rows", "records")
 DROPPED_OUTPUT = "the evaluated pipeline's output, not ground truth"
@@ -71,43 +96,104 @@ class FieldMap:
     answer: str | None = None
     sources: str | None = None
     contexts_as_sources: bool = False
+    delimiter: str | None = None  # CSV list cells: the delimiter joining their texts (None: detect)
+
+
+def example(value: Any) -> str:
+    """``value`` for a report line: the repr of its text cut to ``EXAMPLE_CHARS`` characters."""
+    return repr(
+        clipped(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False), EXAMPLE_CHARS)
+    )
 
 
 @dataclass
 class ImportReport:
-    """What was mapped (target <- source field: count), kept in metadata, dropped and skipped."""
+    """What was mapped (target <- source field: count), kept in metadata, dropped, lost and skipped.
+
+    ``lost`` is what could not be carried over as it was (a list cell that did not parse,
+    reference answers beyond the first): a count, the reason and one example each.
+    """
 
     format: str
     mapped: Counter[str] = field(default_factory=Counter)
     kept: Counter[str] = field(default_factory=Counter)
     dropped: dict[str, tuple[int, str]] = field(default_factory=dict)
+    lost: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    delimiter: str | None = None  # the one that split CSV list cells, when one did
+    sources_from: set[str] = field(default_factory=set)  # the fields that gave expected_source_ids
+    unused_contexts: int = 0  # cases with reference contexts but no expected_source_ids
 
     def drop(self, name: str, reason: str, n: int = 1) -> None:
         count, _ = self.dropped.get(name, (0, reason))
         self.dropped[name] = (count + n, reason)
 
+    def lose(self, name: str, reason: str, value: Any) -> None:
+        count, _, first = self.lost.get(name, (0, reason, example(value)))
+        self.lost[name] = (count + 1, reason, first)
+
+    def next_step(self) -> str | None:
+        """How ``run.source_match`` must be set for the expected_source_ids to match, or None."""
+        if self.sources_from & {"reference_contexts", "context"}:
+            return "next: set run.source_match: substring (expected_source_ids are reference texts)"
+        if "source_file" in self.sources_from:
+            return (
+                "next: set run.source_match: document and run.document_id_key to the chunk metadata key "
+                "holding the file path (expected_source_ids are DeepEval source files)"
+            )
+        if "reference_context_ids" in self.sources_from:
+            return (
+                "next: set run.source_match: chunk (expected_source_ids are ragas reference chunk ids; "
+                "document with run.document_id_key when they name documents)"
+            )
+        if self.unused_contexts:
+            return (
+                f"note: {self.unused_contexts} case(s) have reference contexts but no expected_source_ids, "
+                "so retrieval is not measured on them; --contexts-as-sources makes the contexts expected "
+                "sources (run.source_match: substring)"
+            )
+        return None
+
     def lines(self, cases: int, source: str, out: str) -> list[str]:
         out_lines = [f"imported {cases} case(s) from {source} (format {self.format}) into {out}"]
         out_lines += [f"  mapped   {m}: {n}" for m, n in sorted(self.mapped.items())]
+        if self.delimiter:
+            out_lines.append(f"  split    CSV list cells on {self.delimiter!r}")
         out_lines += [f"  kept     {k} -> metadata.{k}: {n}" for k, n in sorted(self.kept.items())]
         out_lines += [f"  dropped  {d}: {n} ({why})" for d, (n, why) in sorted(self.dropped.items())]
+        out_lines += [
+            f"  lost     {d}: {n} ({why}), e.g. {e}" for d, (n, why, e) in sorted(self.lost.items())
+        ]
         out_lines += [f"  skipped  {s}" for s in self.skipped]
-        return out_lines
+        step = self.next_step()
+        return [*out_lines, step] if step else out_lines
 
 
 # --------------------------------------------------------------------------- reading records
 
 
-def _parse_list_cell(value: str) -> Any:
-    # CSV exports of list fields hold JSON text ("[\"a\", \"b\"]"); anything else stays a string.
+def _looks_like_list(value: str) -> bool:
     stripped = value.strip()
-    if stripped.startswith("[") and stripped.endswith("]"):
-        try:
-            return json.loads(stripped)
-        except json.JSONDecodeError:
-            return value
-    return value
+    return stripped.startswith("[") and stripped.endswith("]")
+
+
+def _parse_list_cell(value: str) -> Any:
+    """A CSV cell: a JSON list, else a Python list literal (``['a', 'b']``), else the string itself.
+
+    ``ast.literal_eval`` evaluates literals only (no names, calls or operators), so a hostile
+    cell cannot run code; one it cannot read (or nested too deep) stays a string.
+    """
+    if not _looks_like_list(value):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        pass
+    try:
+        parsed = ast.literal_eval(value.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+    return parsed if isinstance(parsed, list) else value
 
 
 def read_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -175,9 +261,24 @@ def _answer_text(value: Any, where: str, name: str) -> str:
 
 def _strings(value: Any, where: str, name: str) -> list[str]:
     values = value if isinstance(value, list) else [value]
+    if name in SOURCE_ID_FIELDS:  # ids may be numbers
+        values = [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
     if not all(isinstance(v, str) for v in values):
         raise DataError(f"{where}: {name}: expected a string or a list of strings")
     return [v for v in values if v.strip()]
+
+
+def _list_cell(record: dict[str, Any], name: str, delimiter: str | None, report: ImportReport) -> None:
+    """A CSV list field's string cell in place: split on ``delimiter``; an unparsed list is lost."""
+    value = record.get(name)
+    if not isinstance(value, str):
+        return
+    if _looks_like_list(value):
+        # not mapped as if it were read: kept verbatim in metadata, and reported
+        record[f"{name}_unparsed"] = record.pop(name)
+        report.lose(name, f"neither a JSON nor a Python list; kept as metadata.{name}_unparsed", value)
+    elif delimiter and delimiter in value:
+        record[name] = [part.strip() for part in value.split(delimiter)]
 
 
 def _field(record: dict[str, Any], given: str | None, names: tuple[str, ...], where: str) -> str | None:
@@ -218,13 +319,27 @@ def record_case(
         case["expected_answer"] = _answer_text(record[answer], where, answer)
         used.add(answer)
         report.mapped[f"expected_answer <- {answer}"] += 1
+        value = record[answer]
+        others = value.get("text") if isinstance(value, dict) else value
+        if isinstance(others, list) and len({str(v) for v in others}) > 1:
+            extra = next(v for v in others if str(v) != str(others[0]))
+            report.lose(f"{answer}[1:]", "reference answers beyond the first; expected_answer has one", extra)
 
-    if fields.sources is not None:
-        source = _field(record, fields.sources, (), where)
+    sources = (
+        [_field(record, fields.sources, (), where)]
+        if fields.sources is not None
+        else [
+            n
+            for n in SOURCE_ID_FIELDS
+            if style == "tool" and not fields.contexts_as_sources and record.get(n) not in (None, "", [])
+        ][:1]
+    )
+    for source in sources:
         assert source is not None
         case["expected_source_ids"] = _strings(record[source], where, source)
         used.add(source)
         report.mapped[f"expected_source_ids <- {source}"] += 1
+        report.sources_from.add(source)
 
     context_names = ("reference_contexts",) if style == "hf" else REFERENCE_CONTEXT_FIELDS
     for name in context_names:
@@ -234,9 +349,12 @@ def record_case(
             if fields.contexts_as_sources and "expected_source_ids" not in case:
                 case["expected_source_ids"] = contexts
                 report.mapped[f"expected_source_ids <- {name}"] += 1
+                report.sources_from.add(name)
             else:
                 metadata["reference_contexts"] = contexts
                 report.mapped[f"metadata.reference_contexts <- {name}"] += 1
+                if "expected_source_ids" not in case and "expected_source_ids" not in record:
+                    report.unused_contexts += 1
 
     for name, value in record.items():
         if name in used:
@@ -265,11 +383,25 @@ def _style(fmt: str, records: list[tuple[str, dict[str, Any]]]) -> str:
     return "tool" if any(TOOL_MARKERS & set(r) for _, r in records) else "hf"
 
 
+def _delimiter(records: list[tuple[str, dict[str, Any]]], given: str | None) -> str | None:
+    """``given``, else ``|`` when a list field's cell holds one (DeepEval's CSV), else None."""
+    if given is not None:
+        return given
+    cells = (v for _, r in records for n, v in r.items() if n in LIST_FIELDS and isinstance(v, str))
+    return "|" if any("|" in v and not _looks_like_list(v) for v in cells) else None
+
+
 def import_records(path: Path, fmt: str, fields: FieldMap) -> tuple[list[Case], ImportReport]:
     records = read_records(path)
     style = _style(fmt, records)
     name = fmt if fmt != "auto" else ("ragas/deepeval" if style == "tool" else "hf")
     report = ImportReport(name)
+    if path.suffix.lower() == ".csv":
+        report.delimiter = _delimiter(records, fields.delimiter)
+        list_fields = LIST_FIELDS | ({fields.sources} if fields.sources else set())
+        for _, record in records:
+            for list_field in sorted(list_fields & set(record)):
+                _list_cell(record, list_field, report.delimiter, report)
     cases = [record_case(r, where, i + 1, style, fields, report) for i, (where, r) in enumerate(records)]
     return cases, report
 

@@ -5,7 +5,9 @@ Each check looks at the rows of one run (adapter failures excluded) and returns 
 * **No match**: retrieval ran on cases with ``expected_source_ids``, yet no retrieved chunk
   matched any expected id on any of them (under ``run.source_match``). Usually the ids live
   elsewhere: a metadata key (``source``, ``ref_doc_id``, ``file_name``) rather than the chunk id.
-  The line names a retrieved id, an expected id and the metadata keys seen.
+  The line names a retrieved id, an expected id (each cut to 60 characters) and the metadata
+  keys seen, and the setting that can match: ``substring`` when the expected ids are texts
+  (they hold whitespace, as reference contexts imported with ``--contexts-as-sources`` do).
 * **No expected answer**: the pipeline answered, answer metrics were selected, but none was
   scored on any case because no case has ``expected_answer``: answer quality is not measured.
 * **Short retrieval**: retrieve() returned fewer than ``k`` chunks on more than half of the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gate.core.errors import clipped
 from gate.metrics.base import REASON_NO_EXPECTED_ANSWER, MetricSpec
 from gate.metrics.retrieval import SourceMatch, matched_ranking
 from gate.model.artifact import Row
@@ -46,17 +49,32 @@ def _no_match(
     if checked == 0:
         return None
     seen = ", ".join(sorted(keys)[:12]) if keys else "none"
-    hint = (
-        "set run.source_match: document and run.document_id_key to the metadata key that holds the "
-        "dataset's ids"
-        if source_match != "document"
-        else f"set run.document_id_key (now {document_id_key!r}) to the metadata key that holds the dataset's ids"
-    )
+    if source_match == "substring":
+        hint = (
+            "no expected text occurs inside a retrieved chunk: the chunks may be cut differently from "
+            "the reference contexts; expected ids that name chunks or documents need run.source_match "
+            "chunk or document"
+        )
+    elif looks_like_text(expected_id):
+        # ids with spaces are texts (reference contexts): no id or metadata key can equal them
+        hint = "the expected ids look like texts: set run.source_match: substring"
+    elif source_match != "document":
+        hint = (
+            "set run.source_match: document and run.document_id_key to the metadata key that holds the "
+            "dataset's ids"
+        )
+    else:
+        hint = f"set run.document_id_key (now {document_id_key!r}) to the metadata key that holds the dataset's ids"
     return (
         f"no retrieved chunk matched any expected source id on {checked} case(s) with "
-        f"source_match {source_match}: retrieved ids look like {retrieved_id!r}, expected ids like "
-        f"{expected_id!r}; metadata keys seen: {seen}; {hint}"
+        f"source_match {source_match}: retrieved ids look like {clipped(retrieved_id)!r}, expected ids like "
+        f"{clipped(expected_id)!r}; metadata keys seen: {seen}; {hint}"
     )
+
+
+def looks_like_text(source_id: str) -> bool:
+    """True for an expected source id that is a passage rather than an id: it has whitespace."""
+    return any(ch.isspace() for ch in source_id.strip())
 
 
 def _no_expected_answer(rows: Sequence[Row], specs: Sequence[MetricSpec]) -> str | None:

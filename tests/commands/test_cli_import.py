@@ -225,3 +225,162 @@ def test_an_existing_output_is_kept_without_force(tmp_path: Path) -> None:
     )
     assert (tmp_path / "cases.jsonl").read_text() == "keep\n"
     assert ragproof("import", str(DATA / "ragas.jsonl"), "--force", cwd=tmp_path).returncode == 0
+
+
+# The corpus the three files below were written against: chunk id -> (document, text).
+CORPUS = {
+    "refunds#0": ("refunds.md", "Refunds are accepted within 30 days of delivery."),
+    "refunds#1": ("refunds.md", "A refund goes back to the card that paid, within 5 business days."),
+    "shipping#0": (
+        "shipping.md",
+        "Orders ship within 2 business days; the carrier's tracking link comes by email.",
+    ),
+    "warranty#0": ("warranty.md", "The warranty lasts 12 months and covers manufacturing defects."),
+}
+CORPUS_PIPELINE = f"""
+import re
+
+CORPUS = {CORPUS!r}
+
+
+def words(text):
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+class Corpus:
+    def retrieve(self, question, k):
+        ranked = sorted(CORPUS, key=lambda i: (-len(words(question) & words(CORPUS[i][1])), i))
+        return [{{"id": i, "text": CORPUS[i][1], "metadata": {{"source": CORPUS[i][0]}}}} for i in ranked[:k]]
+"""
+
+
+def _run_on_corpus(tmp_path: Path, run: dict[str, object]) -> list[dict[str, object]]:
+    """``ragproof run`` of the imported cases.jsonl against CORPUS; the rows."""
+    import yaml
+
+    (tmp_path / "corpus.py").write_text(CORPUS_PIPELINE, encoding="utf-8")
+    config = {
+        "dataset": "cases.jsonl",
+        "adapter": {"type": "python", "target": "corpus:Corpus"},
+        "run": {"k": 2, **run},
+    }
+    (tmp_path / "corpus.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("run", "-c", "corpus.yaml", "--no-progress", "--out", "out", cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "no retrieved chunk matched" not in done.stderr
+    rows = (tmp_path / "out" / "rows.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(row) for row in rows]
+
+
+def _hits(rows: list[dict[str, object]]) -> list[object]:
+    return [row["metrics"]["retrieval.hit_rate_at_k"]["value"] for row in rows]  # type: ignore[index]
+
+
+def test_ragas_testset_csv_contexts_are_python_lists_and_match_the_corpus_by_substring(
+    tmp_path: Path,
+) -> None:
+    cases, report = _import(tmp_path, str(DATA / "ragas_testset.csv"), "--contexts-as-sources")
+    # pandas' to_csv writes each list as its Python repr: both quote styles are read as lists
+    assert [c["expected_source_ids"] for c in cases] == [
+        [CORPUS["refunds#0"][1], CORPUS["refunds#1"][1]],
+        [CORPUS["shipping#0"][1]],
+    ]
+    assert cases[0]["metadata"] == {"synthesizer_name": "single_hop_specifc_query_synthesizer"}
+    assert "  mapped   expected_source_ids <- reference_contexts: 2" in report
+    assert report[-2:] == [
+        "next: set run.source_match: substring (expected_source_ids are reference texts)",
+        "wrote 2 cases to cases.jsonl",
+    ]
+    assert _hits(_run_on_corpus(tmp_path, {"source_match": "substring"})) == [1.0, 1.0]
+
+
+def test_deepeval_csv_pipe_joined_contexts_are_split_and_source_file_names_the_document(
+    tmp_path: Path,
+) -> None:
+    cases, report = _import(tmp_path, str(DATA / "deepeval_goldens.csv"))
+    assert [(c["expected_source_ids"], c["metadata"]) for c in cases] == [
+        (["warranty.md"], {"reference_contexts": [CORPUS["warranty#0"][1]]}),
+        (["refunds.md"], {"reference_contexts": [CORPUS["refunds#1"][1], CORPUS["refunds#0"][1]]}),
+    ]
+    assert "  mapped   expected_source_ids <- source_file: 2" in report
+    assert "  split    CSV list cells on '|'" in report
+    rows = _run_on_corpus(tmp_path, {"source_match": "document", "document_id_key": "source"})
+    assert _hits(rows) == [1.0, 1.0]
+
+    (tmp_path / "texts").mkdir()
+    cases, _ = _import(tmp_path / "texts", str(DATA / "deepeval_goldens.csv"), "--contexts-as-sources")
+    assert [c["expected_source_ids"] for c in cases] == [
+        [CORPUS["warranty#0"][1]],
+        [CORPUS["refunds#1"][1], CORPUS["refunds#0"][1]],
+    ]
+    assert cases[0]["metadata"] == {"source_file": "warranty.md"}
+    assert _hits(_run_on_corpus(tmp_path / "texts", {"source_match": "substring"})) == [1.0, 1.0]
+
+
+def test_ragas_reference_context_ids_become_expected_source_ids(tmp_path: Path) -> None:
+    cases, report = _import(tmp_path, str(DATA / "ragas_eval_ids.jsonl"))
+    assert [c["expected_source_ids"] for c in cases] == [["warranty#0"], ["shipping#0"]]
+    assert "  mapped   expected_source_ids <- reference_context_ids: 2" in report
+    assert f"  dropped  retrieved_context_ids: 2 {DROPPED}" in report
+    assert report[-2].startswith("next: set run.source_match: chunk (")
+    assert _hits(_run_on_corpus(tmp_path, {"source_match": "chunk"})) == [1.0, 1.0]
+
+
+def test_what_could_not_be_mapped_is_counted_with_a_short_example_never_mapped(tmp_path: Path) -> None:
+    long = "x" * 300
+    source = tmp_path / "odd.csv"
+    source.write_text(
+        "user_input,reference_contexts,ground_truths\n"
+        f'Q1?,"[\'{long}\', oops]","[""A."", ""Another answer.""]"\n'
+        'Q2?,"[""fine""]",A2.\n',
+        encoding="utf-8",
+    )
+    done = ragproof("import", str(source), "--out", "cases.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = done.stdout.splitlines()
+    assert "  mapped   metadata.reference_contexts <- reference_contexts: 1" in report  # Q2 only
+    assert (
+        "  lost     reference_contexts: 1 (neither a JSON nor a Python list; kept as "
+        f'metadata.reference_contexts_unparsed), e.g. "[\'{"x" * 57}…"'
+    ) in report
+    assert (
+        "  lost     ground_truths[1:]: 1 (reference answers beyond the first; expected_answer has one), "
+        "e.g. 'Another answer.'"
+    ) in report
+    assert max(len(line) for line in report) < 200
+    assert done.stderr == (
+        "ragproof: warning: 2 values could not be carried over as they were (the 'lost' lines above)\n"
+    )
+    cases = [json.loads(line) for line in (tmp_path / "cases.jsonl").read_text().splitlines()]
+    assert cases[0]["metadata"] == {"reference_contexts_unparsed": f"['{long}', oops]"}
+
+
+def test_a_given_delimiter_splits_deepeval_loader_style_cells(tmp_path: Path) -> None:
+    source = tmp_path / "semi.csv"
+    source.write_text("input,expected_output,context\nQ?,A.,first text;second text\n", encoding="utf-8")
+    cases, report = _import(tmp_path, str(source), "--context-delimiter", ";")
+    assert cases[0]["metadata"] == {"reference_contexts": ["first text", "second text"]}
+    assert report[-2].startswith("note: 1 case(s) have reference contexts but no expected_source_ids")
+
+
+def test_the_no_match_warning_for_imported_texts_advises_substring_and_quotes_them_short(
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    _import(tmp_path, str(DATA / "ragas_testset.csv"), "--contexts-as-sources")
+    (tmp_path / "corpus.py").write_text(CORPUS_PIPELINE, encoding="utf-8")
+    config = {
+        "dataset": "cases.jsonl",
+        "adapter": {"type": "python", "target": "corpus:Corpus"},
+        "run": {"k": 2},
+    }
+    (tmp_path / "corpus.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = ragproof("run", "-c", "corpus.yaml", "--no-progress", "--out", "out", cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == (
+        "ragproof: warning: no retrieved chunk matched any expected source id on 2 case(s) with "
+        "source_match chunk: retrieved ids look like 'refunds#1', expected ids like "
+        "'Refunds are accepted within 30 days of delivery.'; metadata keys seen: source; "
+        "the expected ids look like texts: set run.source_match: substring\n"
+    )
