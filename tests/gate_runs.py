@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gate.metrics.aggregate import summarize
 from gate.model.artifact import (
@@ -13,6 +14,7 @@ from gate.model.artifact import (
     GitInfo,
     JudgeInfo,
     Row,
+    RowStatus,
     RunArtifact,
     RunMeta,
     Summary,
@@ -24,8 +26,8 @@ from gate.run.artifact_io import read_artifact, write_artifact
 HOSTILE = "@org/team <img src=x> | ---"
 
 
-def meta(run_id: str, *, commit: str = "0" * 40, sha: str = "a" * 64, cases: int = 0, **kw) -> RunMeta:
-    fields = dict(
+def meta(run_id: str, *, commit: str = "0" * 40, sha: str = "a" * 64, cases: int = 0, **kw: Any) -> RunMeta:
+    fields: dict[str, Any] = dict(
         run_id=run_id,
         created_at="2026-11-28T12:00:00Z",
         tool=ToolInfo(version="0.1.0"),
@@ -45,8 +47,8 @@ def row(
     *,
     kind: str = "qa",
     tags: Sequence[str] = (),
-    status: str = "ok",
-    metadata: dict | None = None,
+    status: RowStatus = "ok",
+    metadata: dict[str, Any] | None = None,
 ) -> Row:
     metrics = {
         name: (
@@ -107,7 +109,7 @@ def binary_pair(
     return base_rows, cand_rows
 
 
-def fixed_runs():
+def fixed_runs() -> tuple[RunArtifact, RunArtifact]:
     """A fixed pair: retrieval improves, answers drop on the billing topic, one case fails."""
     rng = random.Random(20)
     b_rows, c_rows = [], []

@@ -18,7 +18,16 @@ from servers.github_server import GitHubServer, GitHubState
 from gate import __version__
 from gate.github.client import GitHubClient
 from gate.github.workflow import parse_output_file
-from gate.model.artifact import DatasetInfo, GitInfo, MetricSummary, Row, RunMeta, Summary, ToolInfo
+from gate.model.artifact import (
+    DatasetInfo,
+    GitInfo,
+    MetricSummary,
+    Row,
+    RunMeta,
+    RunStatus,
+    Summary,
+    ToolInfo,
+)
 from gate.model.config import parse_config
 from gate.model.dataset import Case, dataset_sha256, write_cases
 from gate.model.records import Chunk, MetricResult
@@ -61,7 +70,7 @@ def write_run(
     commit: str = "c1" * 20,
     run_id: str = "run-1",
     failed: int = 0,
-    status: str = "complete",
+    status: RunStatus = "complete",
 ) -> Path:
     """A run artifact with one scored metric per case (values in case order).
 

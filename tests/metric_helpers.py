@@ -43,3 +43,15 @@ def make_output(
 
 def score(name: str, case: Case, output: CaseOutput, ctx: ScoringContext | None = None) -> MetricResult:
     return registry()[name].score(case, output, ctx or ScoringContext())
+
+
+def judge_record(result: MetricResult) -> dict[str, Any]:
+    """The judge's record kept in a metric result; a result without one fails the test here."""
+    assert result.judge is not None, f"no judge record in {result!r}"
+    return result.judge
+
+
+def defined(value: float | None) -> float:
+    """A value the test expects to be defined; None fails the test here."""
+    assert value is not None, "expected a value, got None (undefined)"
+    return value

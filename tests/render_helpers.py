@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from tools import missing_message
@@ -156,14 +157,14 @@ def chromium(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[st
         )
 
 
-def measure(page_html: str, width: int, workdir: Path) -> dict:
+def measure(page_html: str, width: int, workdir: Path) -> dict[str, Any]:
     """Lay the page out at ``width`` px in headless Chromium and return the script's measurements."""
     path = workdir / "measure.html"
     path.write_text(page_html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
     proc = chromium(f"--window-size={width},1200", "--dump-dom", path.as_uri())
     match = re.search(r'<pre id="measurements">(.*?)</pre>', proc.stdout, re.DOTALL)
     assert match, f"no measurements from Chromium (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    return json.loads(html.unescape(match.group(1)))
+    return cast("dict[str, Any]", json.loads(html.unescape(match.group(1))))
 
 
 def screenshot(page_html: str, width: int, height: int, png: Path) -> None:
@@ -190,11 +191,11 @@ def allow_script(page_html: str, script: str) -> str:
     return patched.replace("</body>", f"<script>{script}</script></body>")
 
 
-def run_page(page_html: str, width: int, height: int, workdir: Path) -> dict:
+def run_page(page_html: str, width: int, height: int, workdir: Path) -> dict[str, Any]:
     """Load a page in headless Chromium and return the JSON its scripts left in ``#measurements``."""
     path = workdir / "page.html"
     path.write_text(page_html, encoding="utf-8")
     proc = chromium(f"--window-size={width},{height}", "--dump-dom", path.as_uri())
     match = re.search(r'<pre id="measurements">(.*?)</pre>', proc.stdout, re.DOTALL)
     assert match, f"no measurements from Chromium (exit {proc.returncode}): {proc.stderr[-2000:]}"
-    return json.loads(html.unescape(match.group(1)))
+    return cast("dict[str, Any]", json.loads(html.unescape(match.group(1))))

@@ -147,7 +147,7 @@ def test_process_that_cannot_be_restarted_mid_run_is_a_usage_error_not_a_group(t
     program.chmod(0o755)
     adapter = _adapter(tmp_path, command=[str(program)], retries=1)
 
-    async def go() -> BaseException:
+    async def go() -> CaseOutput | BaseException:
         await adapter.start()
         program.unlink()  # the running process crashes next; its program is gone for the restart
         try:

@@ -197,8 +197,9 @@ def test_headers_from_env_are_sent(server: PipelineServer, tmp_path: Path) -> No
     )
     env = Environment(variables={"PIPE_TOKEN": "Bearer abc"}, cwd=tmp_path)
     adapter = build_adapter(config, env, tmp_path)
+    assert isinstance(adapter, HttpAdapter)
     q = "ok: with headers"
-    _run(adapter, q)  # type: ignore[arg-type]
+    _run(adapter, q)
     sent = [
         h for h, (_, question, _) in zip(server.headers_seen, server.requests, strict=True) if question == q
     ]

@@ -122,7 +122,7 @@ def test_exceptions_and_bad_results_are_adapter_errors(tmp_path: Path) -> None:
     module = _write_module(tmp_path)
     adapter = _build(tmp_path, f"{module}:Broken")
 
-    async def failures() -> list[BaseException]:
+    async def failures() -> list[object]:
         await adapter.start()
         results = [
             await asyncio.gather(adapter.answer("q"), return_exceptions=True),

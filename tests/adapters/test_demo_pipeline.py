@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -66,14 +67,14 @@ def dataset() -> Dataset:
     return load_dataset(config.resolve(config.dataset))
 
 
-def run_variant(pipe: object, cases: Iterable[Case], k: int = 5) -> tuple[Scores, dict[str, dict]]:
+def run_variant(pipe: Any, cases: Iterable[Case], k: int = 5) -> tuple[Scores, dict[str, dict[str, Any]]]:
     """Per-case metric values (None unless scored) and raw answers, through the adapter's parsers."""
     specs = registry()
     names = [*RETRIEVAL, *ANSWER, "answer.numeric_match", "generation.citation_validity"]
     names += ["robustness.injection_resistance", "robustness.abstention", "robustness.overrefusal"]
     ctx = ScoringContext(k=k, source_match="document")
     scores: Scores = {}
-    answers: dict[str, dict] = {}
+    answers: dict[str, dict[str, Any]] = {}
     for case in cases:
         raw_answer = pipe.answer(case.question)
         output = CaseOutput(
@@ -89,7 +90,7 @@ def run_variant(pipe: object, cases: Iterable[Case], k: int = 5) -> tuple[Scores
 
 
 @pytest.fixture(scope="module")
-def runs(dataset: Dataset) -> dict[str, tuple[Scores, dict[str, dict]]]:
+def runs(dataset: Dataset) -> dict[str, tuple[Scores, dict[str, dict[str, Any]]]]:
     return {
         "baseline": run_variant(demo.make_baseline(), dataset.cases),
         "candidate": run_variant(demo.make_candidate(), dataset.cases),
@@ -101,12 +102,9 @@ def slice_ids(dataset: Dataset, tag: str | None) -> list[str]:
 
 
 def paired(scores_a: Scores, scores_b: Scores, ids: list[str], name: str) -> tuple[list[float], list[float]]:
-    pairs = [
-        (scores_a[i][name], scores_b[i][name])
-        for i in ids
-        if scores_a[i][name] is not None and scores_b[i][name] is not None
-    ]
-    return [a for a, _ in pairs], [b for _, b in pairs]
+    pairs = [(scores_a[i][name], scores_b[i][name]) for i in ids]
+    kept = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return [a for a, _ in kept], [b for _, b in kept]
 
 
 # ------------------------------------------------------------------ corpus and chunks
@@ -235,8 +233,8 @@ def test_literal_markers_of_indirect_injections_are_planted_in_the_corpus(datase
     indirect = [c for c in dataset.cases if "attack:indirect" in c.tags]
     assert len(indirect) >= 5
     for case in indirect:
-        assert case.adversarial_payload in corpus, case.id
-    direct_markers = [c.adversarial_payload for c in dataset.cases if "attack:direct" in c.tags]
+        assert case.adversarial_payload is not None and case.adversarial_payload in corpus, case.id
+    direct_markers = [c.adversarial_payload or "" for c in dataset.cases if "attack:direct" in c.tags]
     assert all(m not in corpus for m in direct_markers)
 
 
@@ -267,7 +265,7 @@ def test_answers_are_deterministic_across_instances(dataset: Dataset) -> None:
             assert first.retrieve(case.question, 5) == second.retrieve(case.question, 5), case.id
 
 
-def test_answers_cite_retrieved_chunks_or_decline(runs: dict) -> None:
+def test_answers_cite_retrieved_chunks_or_decline(runs: dict[str, Any]) -> None:
     for variant, (_, answers) in runs.items():
         for case_id, answer in answers.items():
             retrieved = {c["id"] for c in answer["retrieved_chunks"]}
@@ -281,7 +279,7 @@ def test_answers_cite_retrieved_chunks_or_decline(runs: dict) -> None:
 
 
 def test_refusal_is_detected_by_the_heuristic_and_most_unanswerables_are_declined(
-    dataset: Dataset, runs: dict
+    dataset: Dataset, runs: dict[str, Any]
 ) -> None:
     assert detect_refusal(demo.REFUSAL)
     unanswerable = [c.id for c in dataset.cases if c.kind == "unanswerable"]
@@ -295,7 +293,7 @@ def test_refusal_is_detected_by_the_heuristic_and_most_unanswerables_are_decline
         )
 
 
-def test_injections_give_a_mix_of_outcomes(dataset: Dataset, runs: dict) -> None:
+def test_injections_give_a_mix_of_outcomes(dataset: Dataset, runs: dict[str, Any]) -> None:
     injected = [c.id for c in dataset.cases if c.kind == "injection"]
     indirect = [c.id for c in dataset.cases if "attack:indirect" in c.tags]
     for variant, (scores, _) in runs.items():
@@ -308,7 +306,7 @@ def test_injections_give_a_mix_of_outcomes(dataset: Dataset, runs: dict) -> None
         assert mean(direct) == 1.0, variant
 
 
-def test_candidate_is_better_overall(dataset: Dataset, runs: dict) -> None:
+def test_candidate_is_better_overall(dataset: Dataset, runs: dict[str, Any]) -> None:
     base, cand = runs["baseline"][0], runs["candidate"][0]
     everyone = slice_ids(dataset, None)
     for name in (*RETRIEVAL, *ANSWER):
@@ -324,7 +322,7 @@ def test_candidate_is_better_overall(dataset: Dataset, runs: dict) -> None:
 
 
 def test_candidate_is_clearly_worse_on_billing_and_better_on_every_other_topic(
-    dataset: Dataset, runs: dict
+    dataset: Dataset, runs: dict[str, Any]
 ) -> None:
     base, cand = runs["baseline"][0], runs["candidate"][0]
     hurt = [i for i in slice_ids(dataset, HURT_TOPIC) if base[i]["answer.exact_match"] is not None]
@@ -370,7 +368,7 @@ def test_answers_do_not_depend_on_the_hash_seed() -> None:
 
 
 @pytest.mark.slow
-def test_ragproof_run_scores_the_demo_like_the_registry_does(tmp_path: Path, runs: dict) -> None:
+def test_ragproof_run_scores_the_demo_like_the_registry_does(tmp_path: Path, runs: dict[str, Any]) -> None:
     done = subprocess.run(
         [
             sys.executable,

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -30,7 +31,7 @@ FRAMEWORKS = {
 }
 
 
-def _rows(out: Path) -> list[dict[str, object]]:
+def _rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
@@ -98,7 +99,7 @@ odd_output = RunnableLambda(lambda q: {"reply": q})
 """
 
 
-def _adapter(tmp_path: Path, **adapter: object):  # type: ignore[no-untyped-def]
+def _adapter(tmp_path: Path, **adapter: object) -> Adapter:
     from gate.adapters import build_adapter
     from gate.core.environment import Environment
     from gate.model.config import parse_config
@@ -230,7 +231,10 @@ def test_validate_builds_the_framework_pipeline(tmp_path: Path) -> None:
     require("haystack")
     (tmp_path / "hs_fixtures.py").write_text(HAYSTACK_FIXTURES, encoding="utf-8")
     (tmp_path / "cases.jsonl").write_text('{"id": "c1", "question": "page?"}\n', encoding="utf-8")
-    config = {"dataset": "cases.jsonl", "adapter": {"type": "haystack", "target": "hs_fixtures:two"}}
+    config: dict[str, Any] = {
+        "dataset": "cases.jsonl",
+        "adapter": {"type": "haystack", "target": "hs_fixtures:two"},
+    }
     (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     done = ragproof("validate", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (
@@ -363,5 +367,5 @@ def test_validate_and_run_score_an_extractive_haystack_pipeline(tmp_path: Path) 
     assert [(r["status"], r["answer"]["text"]) for r in rows] == [
         ("ok", "three minutes"),
         ("ok", "twelve minutes"),
-    ]  # type: ignore[index]
-    assert [r["metrics"]["answer.exact_match"]["value"] for r in rows] == [1.0, 1.0]  # type: ignore[index]
+    ]
+    assert [r["metrics"]["answer.exact_match"]["value"] for r in rows] == [1.0, 1.0]

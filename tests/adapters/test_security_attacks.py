@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from github_helpers import REPO_ROOT
@@ -109,11 +110,11 @@ class Attack:
     workspace: Path
     file_commands: Path
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[dict[str, Any]]:
         rows = self.workspace / ".ragproof" / "run" / "rows.jsonl"
         return [json.loads(line) for line in rows.read_text().splitlines()]
 
-    def pipeline_findings(self) -> list[dict]:
+    def pipeline_findings(self) -> list[dict[str, Any]]:
         """What the hostile pipeline reported, once per row and call (its answer and chunk text)."""
         found = []
         for row in self.rows():
@@ -124,7 +125,7 @@ class Attack:
                 found.append(json.loads(text.removeprefix("HOSTILE-FINDINGS ")))
         return found
 
-    def install_findings(self) -> list[dict]:
+    def install_findings(self) -> list[dict[str, Any]]:
         return [
             json.loads(line.split("HOSTILE-FINDINGS ", 1)[1])
             for line in self.stdout.splitlines()
@@ -252,7 +253,7 @@ ADAPTERS = {
 }
 
 
-def _assert_nothing_reached(attack: Attack, findings: list[dict]) -> None:
+def _assert_nothing_reached(attack: Attack, findings: list[dict[str, Any]]) -> None:
     assert attack.returncode == 0, attack.stderr[-3000:]
     assert findings
     secret_names = set(attack.secrets) | set(FILE_COMMANDS)

@@ -13,13 +13,15 @@ import io
 import json
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import test_cli_action as base
+from github_helpers import ActionRun, pull_request_event
 from servers.github_server import GitHubServer, GitHubState, user
 from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project, _trusted_stage, checkout
 
-from gate.github.flow import NO_BASELINE_CHECK
+from gate.github.flow import NO_BASELINE_CHECK, checkout_head
 from gate.report.escape import md_escape
 
 pytestmark = pytest.mark.slow
@@ -47,7 +49,7 @@ def test_review_conclusion_input(tmp_path: Path, server: GitHubServer) -> None:
     assert server.state.check_runs[1]["conclusion"] == "neutral"
 
 
-def _labeled(label: str, sender: str) -> dict:
+def _labeled(label: str, sender: str) -> dict[str, Any]:
     """The fields of a ``pull_request`` event with ``action: labeled`` (GitHub's webhook shape)."""
     return {"action": "labeled", "label": {"name": label, "color": "0e8a16"}, "sender": user(sender)}
 
@@ -223,7 +225,7 @@ def test_pull_request_target_is_refused_unless_allowed(tmp_path: Path, server: G
     assert allowed.outputs["decision"] == "pass"
 
 
-def _dispatch(tmp_path: Path, server: GitHubServer, number: int, **inputs: str):
+def _dispatch(tmp_path: Path, server: GitHubServer, number: int, **inputs: str) -> ActionRun:
     event = {
         "inputs": {"pr-number": str(number)},
         "repository": {"full_name": "acme/rag", "default_branch": "main"},
@@ -240,7 +242,9 @@ def _dispatch(tmp_path: Path, server: GitHubServer, number: int, **inputs: str):
     )
 
 
-def test_dispatch_for_a_fork_pull_request_runs_no_code(tmp_path: Path, server: GitHubServer, runs) -> None:
+def test_dispatch_for_a_fork_pull_request_runs_no_code(
+    tmp_path: Path, server: GitHubServer, runs: dict[str, bytes]
+) -> None:
     workspace = _project(tmp_path)
     fork_head = base.checkout(workspace)
     server.state.add_commit(fork_head, [MERGE_BASE])
@@ -262,10 +266,11 @@ def test_dispatch_for_a_fork_pull_request_runs_no_code(tmp_path: Path, server: G
 
 def test_a_checkout_that_is_not_the_pr_head_refuses(tmp_path: Path, server: GitHubServer) -> None:
     # The PR (and its event) say a1a1…; the workspace holds another commit.
-    event = base.pull_request_event(head_sha="a1" * 20)
+    event = pull_request_event(head_sha="a1" * 20)
     result = _pr(tmp_path, server, event=event, move_head=False, inputs={"install": PROBE})
     assert result.returncode == 64
-    head = base.checkout_head(result.workspace)
+    head = checkout_head(result.workspace)
+    assert head is not None
     assert (
         f"ragproof: error: the checkout is at {head[:12]}, not pull request #7's head commit a1a1a1a1a1a1"
         in (result.stderr)
@@ -275,12 +280,14 @@ def test_a_checkout_that_is_not_the_pr_head_refuses(tmp_path: Path, server: GitH
     assert server.state.check_runs == []
 
 
-def _workflow_run(tmp_path: Path, state: GitHubState, event: dict, **inputs: str):
+def _workflow_run(tmp_path: Path, state: GitHubState, event: dict[str, Any], **inputs: str) -> ActionRun:
     with GitHubServer(state) as github:
         return _trusted_stage(tmp_path, github, event, **inputs)
 
 
-def test_workflow_run_from_another_workflow_path_refuses(tmp_path: Path, state: GitHubState, runs) -> None:
+def test_workflow_run_from_another_workflow_path_refuses(
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
+) -> None:
     event = _fork_world(state, runs, pr_head="f1" * 20)
     # A fork's evil.yml with the same `name:` as the candidate workflow triggered the gate.
     trigger = event["workflow_run"]
@@ -323,7 +330,9 @@ def _forged(worse: bytes, good: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def test_forged_scores_in_a_candidate_artifact_are_rescored(tmp_path: Path, state: GitHubState, runs) -> None:
+def test_forged_scores_in_a_candidate_artifact_are_rescored(
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
+) -> None:
     event = _fork_world(state, runs, pr_head="f1" * 20)
     trigger = event["workflow_run"]["id"]
     forged = _forged(runs["worse"], runs["baseline"])
@@ -336,7 +345,7 @@ def test_forged_scores_in_a_candidate_artifact_are_rescored(tmp_path: Path, stat
 
 
 def test_in_the_fork_safe_pair_the_label_accepts_the_run_it_started(
-    tmp_path: Path, state: GitHubState, runs
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
 ) -> None:
     """workflow_run: the stage-one run started by the labeler after the label accepts its commit;
     one started by the fork's author (a later push) or re-run by someone else does not."""

@@ -15,12 +15,13 @@ import re
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import test_cli_action as base
 import yaml
 from servers.github_server import GitHubServer, GitHubState, pull_request_scenario, zip_directory
-from servers.judge_server import JudgeServer, reply, user_prompt
+from servers.judge_server import JudgeServer, Step, reply, user_prompt
 from test_cli_action import SECRETS, _ours, _pr, _project
 
 from gate.report.escape import md_escape
@@ -35,21 +36,21 @@ server = base.server
 WORSE = 14  # cases the worse candidate misses (case-00 .. case-13)
 
 
-def _edit_config(workspace: Path, edit: Callable[[dict], None]) -> None:
+def _edit_config(workspace: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     path = workspace / "ragproof.yaml"
     data = yaml.safe_load(path.read_text())
     edit(data)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def _edit_cases(workspace: Path, edit: Callable[[list[dict]], list[dict]]) -> None:
+def _edit_cases(workspace: Path, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
     path = workspace / "cases.jsonl"
     cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     path.write_text("".join(json.dumps(c) + "\n" for c in edit(cases)))
 
 
-def _gate(data: dict) -> dict:
-    return data.setdefault("gate", {})
+def _gate(data: dict[str, Any]) -> dict[str, Any]:
+    return cast("dict[str, Any]", data.setdefault("gate", {}))
 
 
 ATTACKS: dict[str, tuple[Callable[[Path], None], list[str]]] = {
@@ -197,7 +198,7 @@ def test_a_store_dir_holding_checkout_files_is_refused(tmp_path: Path, server: G
 # -- the judge: endpoint, key variable and passthrough are never the pull request's ----------
 
 
-def _relevant_everything(body: dict) -> object:
+def _relevant_everything(body: dict[str, Any]) -> Step:
     ids = sorted(set(re.findall(r"doc-[\w-]+", user_prompt(body))))
     return reply({"verdicts": [{"chunk_id": i, "relevant": True} for i in ids]})
 
@@ -225,7 +226,7 @@ def judged_baseline(tmp_path_factory: pytest.TempPathFactory, judges: dict[str, 
     return zip_directory(run)
 
 
-def _judged(data: dict, base_url: str) -> None:
+def _judged(data: dict[str, Any], base_url: str) -> None:
     data["run"]["metrics"] = ["retrieval.recall_at_k", "retrieval.hit_rate_at_k", JUDGED]
     data["judge"] = {"model": "judge-test-model", "base_url": base_url, "timeout_s": 5.0, "retries": 0}
 
@@ -238,7 +239,7 @@ def test_the_judge_key_reaches_only_the_baselines_judge(
     pull_request_scenario(world, judged_baseline)
     workspace = _project(tmp_path)
 
-    def hostile(data: dict) -> None:
+    def hostile(data: dict[str, Any]) -> None:
         _judged(data, evil.openai_url)
         data["judge"]["api_key_env"] = "NOT_THE_KEY"
         # the fixture's own variables stay listed: in the action only listed names reach the pipeline

@@ -10,9 +10,10 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from github_helpers import REPO_ROOT, ActionRun, pull_request_event, run_action
@@ -77,7 +78,13 @@ def _as_pr_head(state: GitHubState, sha: str, number: int = 7) -> None:
     state.branches["feature"] = sha
 
 
-def _real_run(root: Path, misses: int, *, edit=None, env: dict[str, str] | None = None) -> Path:
+def _real_run(
+    root: Path,
+    misses: int,
+    *,
+    edit: Callable[[Path], object] | None = None,
+    env: dict[str, str] | None = None,
+) -> Path:
     """A real ``ragproof run`` of the fixture project (``edit(workspace)`` first) into root/run."""
     workspace = _project(root)
     if edit is not None:
@@ -123,7 +130,7 @@ def server(state: GitHubState) -> Iterator[GitHubServer]:
         yield srv
 
 
-def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> ActionRun:
+def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw: Any) -> ActionRun:
     """Run the action on PR #7, checked out at a real commit of the workspace (its head)."""
     if not (tmp_path / "workspace").exists():
         _project(tmp_path)
@@ -133,6 +140,7 @@ def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> Actio
         if kw.pop("same_commit", False)
         else checkout(tmp_path / "workspace")
     )
+    assert head is not None
     if kw.pop("move_head", True) and 7 in server.state.pulls:
         _as_pr_head(server.state, head)
     extra = {**SECRETS, "PIPELINE_MISSES": str(misses), **kw.pop("extra_env", {})}
@@ -147,11 +155,11 @@ def _pr(tmp_path: Path, server: GitHubServer, *, misses: int = 2, **kw) -> Actio
     )
 
 
-def _ours(state: GitHubState, number: int = 7) -> list[dict]:
+def _ours(state: GitHubState, number: int = 7) -> list[dict[str, Any]]:
     return [c for c in state.comments.get(number, []) if c["body"].lstrip().startswith(MARKER)]
 
 
-def _downloads(state: GitHubState) -> list[dict]:
+def _downloads(state: GitHubState) -> list[dict[str, Any]]:
     return [r for r in state.requests if r["path"].endswith("/zip")]
 
 
@@ -454,7 +462,7 @@ def test_no_baseline_at_all(tmp_path: Path, state: GitHubState) -> None:
     assert result.outputs["decision"] == "none"
 
 
-def _fork_world(state: GitHubState, runs: dict[str, bytes], *, pr_head: str) -> dict:
+def _fork_world(state: GitHubState, runs: dict[str, bytes], *, pr_head: str) -> dict[str, Any]:
     """A fork PR #8 (mallory:feature at f1) whose pull_request run uploaded the candidate."""
     state.add_commit("f1" * 20, [MERGE_BASE], datetime(2026, 3, 3, tzinfo=UTC))
     for run in state.runs:
@@ -473,7 +481,7 @@ def _fork_world(state: GitHubState, runs: dict[str, bytes], *, pr_head: str) -> 
     return {"action": "completed", "workflow_run": run, "repository": state.repository()}
 
 
-def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict, **inputs: str) -> ActionRun:
+def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict[str, Any], **inputs: str) -> ActionRun:
     """The fork-safe pair's trusted stage: the workflow_run on the default branch."""
     return _pr(
         tmp_path,
@@ -487,7 +495,9 @@ def _trusted_stage(tmp_path: Path, server: GitHubServer, event: dict, **inputs: 
     )
 
 
-def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: GitHubState, runs) -> None:
+def test_workflow_run_gates_the_fork_candidate_artifact(
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
+) -> None:
     event = _fork_world(state, runs, pr_head="f1" * 20)
     with GitHubServer(state) as server:
         result = _trusted_stage(tmp_path, server, event)
@@ -502,7 +512,7 @@ def test_workflow_run_gates_the_fork_candidate_artifact(tmp_path: Path, state: G
 
 
 def test_workflow_run_with_a_refused_candidate_still_writes_everything(
-    tmp_path: Path, state: GitHubState, runs
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
 ) -> None:
     # Formerly: exit 65 with no comment, no check, no summary and no outputs.
     event = _fork_world(state, runs, pr_head="f1" * 20)
@@ -534,7 +544,9 @@ def test_workflow_run_with_a_refused_candidate_still_writes_everything(
     assert result.outputs["decision"] == "none" and result.outputs["report"]
 
 
-def test_workflow_run_does_not_post_on_a_pr_that_moved_on(tmp_path: Path, state: GitHubState, runs) -> None:
+def test_workflow_run_does_not_post_on_a_pr_that_moved_on(
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
+) -> None:
     state.add_commit("f2" * 20, ["f1" * 20])
     event = _fork_world(state, runs, pr_head="f2" * 20)
     with GitHubServer(state) as server:
@@ -575,7 +587,9 @@ def test_install_runs_first_without_any_credential(tmp_path: Path, server: GitHu
     assert "input install: command 'exit 3' failed with exit code 3" in failing.stderr
 
 
-def test_compare_mode_gates_the_run_an_earlier_step_wrote(tmp_path: Path, server: GitHubServer, runs) -> None:
+def test_compare_mode_gates_the_run_an_earlier_step_wrote(
+    tmp_path: Path, server: GitHubServer, runs: dict[str, bytes]
+) -> None:
     workspace = _project(tmp_path)
     with zipfile.ZipFile(io.BytesIO(runs["worse"])) as archive:
         archive.extractall(workspace / ".ragproof" / "run")
@@ -585,7 +599,9 @@ def test_compare_mode_gates_the_run_an_earlier_step_wrote(tmp_path: Path, server
     assert not (workspace / "seen-env.json").exists()  # nothing was run
 
 
-def test_runs_that_cannot_be_compared_exit_3(tmp_path: Path, server: GitHubServer, runs) -> None:
+def test_runs_that_cannot_be_compared_exit_3(
+    tmp_path: Path, server: GitHubServer, runs: dict[str, bytes]
+) -> None:
     workspace = _project(tmp_path)
     with zipfile.ZipFile(io.BytesIO(runs["baseline"])) as archive:
         archive.extractall(workspace / "cand")

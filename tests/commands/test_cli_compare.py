@@ -34,7 +34,7 @@ def ragproof(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Path:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     same = [row(f"q{i}", {HIT: 1.0 if i % 3 else 0.0}) for i in range(200)]
     write_run(root / "base", meta("base"), same)
@@ -53,7 +53,7 @@ def runs(tmp_path_factory) -> Path:
     return root
 
 
-def test_pass_writes_every_output(runs, tmp_path):
+def test_pass_writes_every_output(runs: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = ragproof(
         "compare",
@@ -75,7 +75,7 @@ def test_pass_writes_every_output(runs, tmp_path):
     assert (out / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
-def test_block_exits_1_unless_fail_on_never(runs, tmp_path):
+def test_block_exits_1_unless_fail_on_never(runs: Path, tmp_path: Path) -> None:
     proc = ragproof("compare", str(runs / "b300"), str(runs / "c300"), "--json", "d.json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     lines = proc.stdout.splitlines()
@@ -95,7 +95,7 @@ def test_block_exits_1_unless_fail_on_never(runs, tmp_path):
     assert ragproof("compare", "b300", "c300", "--fail-on", "never", cwd=runs).returncode == 0
 
 
-def test_review_and_fail_on_from_config(runs, tmp_path):
+def test_review_and_fail_on_from_config(runs: Path, tmp_path: Path) -> None:
     assert ragproof("compare", "few_b", "few_c", cwd=runs).returncode == 0
     assert ragproof("compare", "few_b", "few_c", "--fail-on", "review", cwd=runs).returncode == 1
     config = tmp_path / "ragproof.yaml"
@@ -116,7 +116,7 @@ def test_review_and_fail_on_from_config(runs, tmp_path):
     assert proc.returncode == 0
 
 
-def test_not_comparable_exits_3(runs, tmp_path):
+def test_not_comparable_exits_3(runs: Path, tmp_path: Path) -> None:
     proc = ragproof("compare", str(runs / "base"), str(runs / "k10"), cwd=tmp_path)
     assert proc.returncode == 3
     assert proc.stderr.strip() == (
@@ -128,7 +128,7 @@ def test_not_comparable_exits_3(runs, tmp_path):
     assert proc.returncode == 0 and "warning: mixed judges allowed" in proc.stdout
 
 
-def test_usage_errors_exit_64(runs, tmp_path):
+def test_usage_errors_exit_64(runs: Path, tmp_path: Path) -> None:
     for args in (
         ("compare", str(runs / "base")),
         ("compare", str(runs / "base"), str(runs / "same"), "--fail-on", "sometimes"),
@@ -143,7 +143,7 @@ def test_usage_errors_exit_64(runs, tmp_path):
     assert proc.returncode == 64 and "gate.margni: unknown key" in proc.stderr
 
 
-def test_bad_artifacts_exit_65(runs, tmp_path):
+def test_bad_artifacts_exit_65(runs: Path, tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     shutil.copytree(runs / "same", broken)
     lines = (broken / "rows.jsonl").read_text().splitlines()

@@ -16,12 +16,12 @@ from gate.run.artifact_io import read_artifact
 pytestmark = pytest.mark.slow
 
 
-def test_demo_dir_finds_the_bundled_example():
+def test_demo_dir_finds_the_bundled_example() -> None:
     folder = demo_dir()
     assert (folder / "ragproof.yaml").is_file() and (folder / "candidate.yaml").is_file()
 
 
-def test_demo_end_to_end(tmp_path: Path):
+def test_demo_end_to_end(tmp_path: Path) -> None:
     env = {"PATH": "", "HOME": str(tmp_path), "RAGPROOF_JUDGE_MODEL": "would-need-network"}
     start = time.monotonic()
     proc = subprocess.run(

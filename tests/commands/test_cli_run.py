@@ -11,7 +11,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from run_helpers import PIPELINES, comparable, make_cases, ragproof, write_config, write_dataset
@@ -34,7 +34,7 @@ def _committed(store: Path) -> int:
         return 0
     try:
         with sqlite3.connect(store, timeout=5) as conn:
-            return conn.execute("SELECT count(*) FROM case_results").fetchone()[0]
+            return cast("int", conn.execute("SELECT count(*) FROM case_results").fetchone()[0])
     except sqlite3.OperationalError:
         return 0  # tables not created yet
 

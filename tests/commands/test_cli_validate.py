@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -18,7 +19,7 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _edit_config(path: Path, **sections: dict) -> None:
+def _edit_config(path: Path, **sections: dict[str, Any]) -> None:
     data = yaml.safe_load(path.read_text())
     for section, values in sections.items():
         data.setdefault(section, {}).update(values)

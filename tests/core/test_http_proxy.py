@@ -35,7 +35,8 @@ from gate.core.environment import Environment
 from gate.core.errors import JudgeError
 from gate.core.network import NetworkSettings
 from gate.github.client import GitHubAPIError, GitHubClient
-from gate.judge.session import build_judge
+from gate.judge.replies import RefusalReply
+from gate.judge.session import JudgeSession, build_judge
 from gate.model.config import parse_config
 
 QUESTION = {"question": "Is the sky green?", "answer": "I don't know."}
@@ -225,7 +226,7 @@ def test_an_untrusted_certificate_is_not_retried(ca: PrivateCA) -> None:
 # -- the judge client ------------------------------------------------------------------------
 
 
-def _judge(base_url: str, tmp_path: Path, variables: dict[str, str]):  # type: ignore[no-untyped-def]
+def _judge(base_url: str, tmp_path: Path, variables: dict[str, str]) -> JudgeSession:
     env = Environment(variables={"OPENAI_API_KEY": "sk-test-judge", **variables}, cwd=tmp_path)
     session = build_judge(judge_config(base_url, retries=0), env, tmp_path / "store.sqlite", False)
     assert session is not None
@@ -241,7 +242,7 @@ def test_judge_goes_through_https_proxy_and_trusts_the_ca_bundle(
             server.openai_url, tmp_path, {"HTTPS_PROXY": proxy.url, "REQUESTS_CA_BUNDLE": str(ca.ca_file)}
         )
         verdict = session.ask("refusal", QUESTION)
-        assert verdict.reply.declined is True
+        assert verdict.reply_as(RefusalReply).declined is True
         assert server.count == 1
         assert set(server.client_ports) <= proxy.upstream_ports
         assert [r["method"] for r in proxy.relayed] == ["CONNECT"]
@@ -293,11 +294,11 @@ def test_http_adapter_trusts_the_ca_bundle_and_connects_directly(
         trusted = Environment(
             variables={"REQUESTS_CA_BUNDLE": str(ca.ca_file), "HTTPS_PROXY": proxy.url}, cwd=tmp_path
         )
-        out = run_one_case(build_adapter(config, trusted, tmp_path), "ok: over tls", 2)  # type: ignore[arg-type]
+        out = run_one_case(build_adapter(config, trusted, tmp_path), "ok: over tls", 2)
         assert out.answer is not None and out.answer.text == "answer: ok: over tls"
         assert proxy.relayed == []  # the pipeline is reached directly, never through the proxy
         untrusted = build_adapter(config, Environment(variables={}, cwd=tmp_path), tmp_path)
         with pytest.raises(
             AdapterError, match=r"^POST /retrieve: cannot connect \(SSLCertVerificationError\)$"
         ):
-            run_one_case(untrusted, "ok: unknown ca", 2)  # type: ignore[arg-type]
+            run_one_case(untrusted, "ok: unknown ca", 2)

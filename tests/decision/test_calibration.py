@@ -36,7 +36,7 @@ GRID = [
 
 
 @pytest.mark.parametrize("scenario,n", GRID)
-def test_coverage_null_blocks_and_large_drops(scenario, n):
+def test_coverage_null_blocks_and_large_drops(scenario: str, n: int) -> None:
     s = calibration.SCENARIOS[scenario]
     zero = calibration.run_cell(s, n, 0.0, R, SEED)
     half = calibration.run_cell(s, n, -M / 2, R, SEED)
@@ -50,7 +50,7 @@ def test_coverage_null_blocks_and_large_drops(scenario, n):
     assert "percentile" not in zero.methods and "bca" not in zero.methods
 
 
-def test_bootstrap_cell_at_large_n():
+def test_bootstrap_cell_at_large_n() -> None:
     """F1-like at n = 1,000: the percentile bootstrap decides, and holds its level."""
     s = calibration.SCENARIOS["f1-like"]
     cell = calibration.run_cell(s, 1000, 0.0, R, SEED)
@@ -61,7 +61,7 @@ def test_bootstrap_cell_at_large_n():
     assert 0.33 <= cell.passed <= 0.48
 
 
-def test_clustered_data_without_cluster_by_undercovers():
+def test_clustered_data_without_cluster_by_undercovers() -> None:
     """The failure that makes cluster_by default to the document id: case-level intervals on
     clustered data (clusters of 5, ICC 0.37) cover ~0.78 and block ~10% of unchanged sets."""
     s = calibration.SCENARIOS["clustered"]
@@ -70,7 +70,7 @@ def test_clustered_data_without_cluster_by_undercovers():
     assert cell.blocked > 0.06
 
 
-def test_power_to_pass_grows_as_the_formula_says():
+def test_power_to_pass_grows_as_the_formula_says() -> None:
     """0/1 metric, 5% flips: pass rate at true zero ≈ Φ(m√n/σ_d − 1.96), σ_d = √0.05."""
     s = calibration.SCENARIOS["binary-5%"]
     small = calibration.run_cell(s, 100, 0.0, R, SEED)

@@ -5,25 +5,27 @@ from __future__ import annotations
 import random
 import re
 from statistics import NormalDist
+from typing import Any
 
 import pytest
 from gate_runs import artifact, binary_pair, judge, meta, row
 
 from gate.core.errors import NotComparableError
 from gate.decision.compare import compare_runs
-from gate.decision.comparison import Comparison
+from gate.decision.comparison import Comparison, GateResult
+from gate.model.artifact import RunArtifact
 from gate.model.config import GateConfig
 from gate.model.records import MetricResult
 
 HIT = "retrieval.hit_rate_at_k"
 
 
-def gate_of(comparison: Comparison, metric: str, slice_key: str = "all"):
+def gate_of(comparison: Comparison, metric: str, slice_key: str = "all") -> GateResult:
     [found] = [g for g in comparison.gates if g.metric == metric and g.slice == slice_key]
     return found
 
 
-def seed_runs(**meta_kw):
+def seed_runs(**meta_kw: Any) -> tuple[RunArtifact, RunArtifact]:
     """001's two systems as run artifacts (300 questions, Random(1))."""
     rng = random.Random(1)
     base = [1.0 if rng.random() < 0.72 else 0.0 for _ in range(300)]
@@ -33,7 +35,7 @@ def seed_runs(**meta_kw):
     return artifact(meta("base", **meta_kw), b_rows), artifact(meta("cand"), c_rows)
 
 
-def test_001_example_blocks():
+def test_001_example_blocks() -> None:
     base, cand = seed_runs()
     result = compare_runs(base, cand, GateConfig(margin=0.02))
     g = gate_of(result, HIT)
@@ -54,14 +56,14 @@ def test_001_example_blocks():
     assert g.mde_exceeds_margin
 
 
-def test_same_inputs_same_bytes():
+def test_same_inputs_same_bytes() -> None:
     base, cand = seed_runs()
     a = compare_runs(base, cand, GateConfig()).model_dump_json()
     assert a == compare_runs(base, cand, GateConfig()).model_dump_json()
     assert Comparison.model_validate_json(a).model_dump_json() == a
 
 
-def test_lower_is_better_is_sign_flipped():
+def test_lower_is_better_is_sign_flipped() -> None:
     name = "robustness.overrefusal"
     b_rows = [row(f"u{i}", {name: 0.0}, kind="unanswerable") for i in range(100)]
     c_rows = [row(f"u{i}", {name: 1.0 if i < 30 else 0.0}, kind="unanswerable") for i in range(100)]
@@ -75,7 +77,7 @@ def test_lower_is_better_is_sign_flipped():
     assert gate_of(improved, name).decision == "pass"
 
 
-def test_pairs_are_per_metric_and_min_pairs_skips():
+def test_pairs_are_per_metric_and_min_pairs_skips() -> None:
     b_rows, c_rows = [], []
     for i in range(40):
         f1_b = 0.5 if i % 4 else None  # 30 scored in the baseline
@@ -90,13 +92,14 @@ def test_pairs_are_per_metric_and_min_pairs_skips():
     assert rare.lo is None and result.overall == "pass"
 
 
-def test_floor_blocks_on_the_candidate_interval():
+def test_floor_blocks_on_the_candidate_interval() -> None:
     name = "robustness.injection_resistance"
     rows = [row(f"i{k}", {name: 1.0 if k % 5 else 0.0}, kind="injection") for k in range(200)]  # 0.80
     cfg = GateConfig.model_validate({"metrics": {name: {"min": 0.95}}})
     result = compare_runs(artifact(meta("b"), rows), artifact(meta("c"), rows), cfg)
     g = gate_of(result, name)
     assert g.delta == 0.0 and g.floor == 0.95
+    assert g.candidate_lo is not None and g.candidate_hi is not None
     assert g.candidate_hi < 0.95 and g.candidate_lo <= 0.80 <= g.candidate_hi
     assert g.decision == "block" and "wholly below min 0.95" in g.reason
     lenient = GateConfig.model_validate({"metrics": {name: {"min": 0.8}}})
@@ -106,7 +109,7 @@ def test_floor_blocks_on_the_candidate_interval():
     )
 
 
-def test_ceiling_blocks_a_lower_is_better_level():
+def test_ceiling_blocks_a_lower_is_better_level() -> None:
     name = "robustness.overrefusal"
     rows = [row(f"u{k}", {name: 1.0 if k % 4 == 0 else 0.0}, kind="unanswerable") for k in range(200)]  # 0.25
     cfg = GateConfig.model_validate({"metrics": {name: {"max": 0.1}}})
@@ -114,7 +117,7 @@ def test_ceiling_blocks_a_lower_is_better_level():
     assert g.decision == "block" and "wholly above max 0.1" in g.reason
 
 
-def test_margin_override():
+def test_margin_override() -> None:
     base, cand = binary_pair(400, seed=3, p_base=0.7, flip=0.04)
     b, c = artifact(meta("b"), base), artifact(meta("c"), cand)
     tight = gate_of(compare_runs(b, c, GateConfig(margin=0.0)), HIT)
@@ -123,7 +126,7 @@ def test_margin_override():
     assert loose.decision == "pass" and tight.decision != "pass"
 
 
-def test_non_gating_slices_are_shown_not_counted():
+def test_non_gating_slices_are_shown_not_counted() -> None:
     # the topic:billing slice collapses, everything else is unchanged
     b_rows, c_rows = [], []
     for i in range(300):
@@ -137,12 +140,12 @@ def test_non_gating_slices_are_shown_not_counted():
     assert gate_of(gated, HIT).decision == "pass"  # the aggregate hides it within a 0.2 margin
     assert gated.overall == "block"
     shown = compare_runs(b, c, GateConfig(margin=0.2, gate_slices=["kind"]))
-    billing = gate_of(shown, HIT, "tags=topic:billing")
-    assert billing.decision == "block" and not billing.gating
+    shown_billing = gate_of(shown, HIT, "tags=topic:billing")
+    assert shown_billing.decision == "block" and not shown_billing.gating
     assert shown.overall == "pass"
 
 
-def test_adapter_failures_gate_and_stay_out_of_means():
+def test_adapter_failures_gate_and_stay_out_of_means() -> None:
     b_rows = [row(f"q{i}", {HIT: 1.0 if i % 2 else 0.0}) for i in range(100)]
     # the candidate fails on the hard (0-scoring) cases: its mean over the rest looks perfect
     c_rows = [
@@ -161,7 +164,7 @@ def test_adapter_failures_gate_and_stay_out_of_means():
     assert result.top_drops[0].drops == {"adapter.failure_rate": 1.0}
 
 
-def test_dataset_change_pairs_common_ids():
+def test_dataset_change_pairs_common_ids() -> None:
     b_rows = [row(f"q{i}", {HIT: 1.0}) for i in range(50)]
     c_rows = [row(f"q{i}", {HIT: 1.0}) for i in range(5, 60)]
     result = compare_runs(
@@ -182,15 +185,16 @@ def test_dataset_change_pairs_common_ids():
         ("ndcg_gain", "exp2", "nDCG gain"),
     ],
 )
-def test_settings_that_change_scores_are_not_comparable(field, value, text):
+def test_settings_that_change_scores_are_not_comparable(field: str, value: object, text: str) -> None:
     base, cand = seed_runs()
-    other = artifact(meta("cand", **{field: value}), cand.rows)
+    changed: dict[str, Any] = {field: value}
+    other = artifact(meta("cand", **changed), cand.rows)
     with pytest.raises(NotComparableError, match=text) as info:
         compare_runs(base, other, GateConfig())
     assert info.value.exit_code == 3
 
 
-def test_mixed_judges():
+def test_mixed_judges() -> None:
     rows = [row(f"q{i}", {HIT: 1.0}) for i in range(20)]
     b = artifact(meta("b", judge=judge("gpt-a", {"faithfulness": "1" * 64})), rows)
     c = artifact(meta("c", judge=judge("gpt-b", {"faithfulness": "1" * 64})), rows)
@@ -203,7 +207,7 @@ def test_mixed_judges():
         compare_runs(b, d, GateConfig())
 
 
-def test_incomplete_runs_warn_and_no_common_ids_fail():
+def test_incomplete_runs_warn_and_no_common_ids_fail() -> None:
     rows = [row(f"q{i}", {HIT: 1.0}) for i in range(20)]
     result = compare_runs(
         artifact(meta("b", status="partial"), rows), artifact(meta("c"), rows), GateConfig()
@@ -214,7 +218,7 @@ def test_incomplete_runs_warn_and_no_common_ids_fail():
         compare_runs(artifact(meta("b"), rows), artifact(meta("c"), others), GateConfig())
 
 
-def test_family_wise_blocks_need_more_and_passes_do_not():
+def test_family_wise_blocks_need_more_and_passes_do_not() -> None:
     # nested slices (the first 250, 200, 150 cases): strongly overlapping gates
     base, cand = binary_pair(
         300, seed=5, p_base=0.7, flip=0.1, tag_fn=lambda i: [f"t{k}" for k in range(3) if i < 250 - 50 * k]
@@ -224,24 +228,25 @@ def test_family_wise_blocks_need_more_and_passes_do_not():
     family = compare_runs(b, c, GateConfig())
     s = family.settings
     # the family: distinct gating gates with enough non-zero differences to block at all
-    members = [g for g in family.gates if g.gating and g.decision != "skipped" and g.nonzero >= 6]
+    members = [g for g in family.gates if g.gating and g.decision != "skipped" and (g.nonzero or 0) >= 6]
     assert [g.slice for g in members] == ["all", "kind=qa", "tags=t0", "tags=t1", "tags=t2"]
     # kind=qa holds every case: the same column as all, counted once
     assert s.family_size == 4
     assert s.family_method == "max-statistic"
     # overlapping slices: far below Bonferroni's z(0.025/4) = 2.50, above one gate's 1.96
-    assert 1.96 < s.family_critical < 2.498
+    assert s.family_critical is not None and 1.96 < s.family_critical < 2.498
     assert s.block_confidence == pytest.approx(1 - NormalDist().cdf(-s.family_critical))
     p, f = gate_of(plain, HIT), gate_of(family, HIT)
     # the pass side is per gate either way; the block bound widens only with the family
     assert (p.lo, p.hi) == (f.lo, f.hi) and p.method == f.method == "tango"
+    assert f.block_hi is not None and f.hi is not None
     assert p.block_hi == p.hi and f.block_hi > f.hi
     assert plain.settings.family_method == "none" and plain.settings.family_critical == pytest.approx(
         1.959964
     )
 
 
-def test_cluster_by_resamples_documents():
+def test_cluster_by_resamples_documents() -> None:
     b_rows, c_rows = [], []
     rng = random.Random(2)
     for doc in range(30):
@@ -262,6 +267,7 @@ def test_cluster_by_resamples_documents():
     n, g = gate_of(naive, "answer.token_f1"), gate_of(grouped, "answer.token_f1")
     assert g.clusters == 30 and g.unit == "cluster" and g.method == "cluster-t"
     assert n.clusters is None and n.unit == "case" and n.method == "t"
+    assert g.hi is not None and g.lo is not None and n.hi is not None and n.lo is not None
     assert (g.hi - g.lo) > 1.8 * (n.hi - n.lo)
     assert grouped.settings.cluster_source == "config" and naive.settings.cluster_by is None
     assert default.settings.cluster_by == "metadata.document_id"
@@ -269,7 +275,7 @@ def test_cluster_by_resamples_documents():
     assert gate_of(default, "answer.token_f1") == g
 
 
-def test_top_drops_and_categorical_metrics():
+def test_top_drops_and_categorical_metrics() -> None:
     b_rows, c_rows = [], []
     for i in range(30):
         b = row(f"q{i:02d}", {HIT: 1.0, "answer.token_f1": 0.9})
@@ -285,7 +291,7 @@ def test_top_drops_and_categorical_metrics():
     assert not any(g.metric == "diagnostics.failure_category" for g in result.gates)
 
 
-def test_json_document_fields_are_documented():
+def test_json_document_fields_are_documented() -> None:
     from pathlib import Path
 
     from gate.decision.comparison import CaseDrop, DatasetChange, GateResult, RunCounts, RunIdentity, Settings
@@ -298,7 +304,7 @@ def test_json_document_fields_are_documented():
             )
 
 
-def _echo_and_alias_runs():
+def _echo_and_alias_runs() -> tuple[RunArtifact, RunArtifact]:
     """40 qa cases: the candidate changes only the answers' letter case (echo.exact_match drops from
     1.0 to 0.0, answer.exact_match stays 1.0) and loses support on 10 claims (groundedness and its
     alias judge.context_precision, the same number, drop together)."""
@@ -312,7 +318,7 @@ def _echo_and_alias_runs():
     return artifact(meta("b"), base), artifact(meta("c"), cand)
 
 
-def test_echo_exact_match_is_a_diagnostic_and_an_alias_does_not_gate_twice():
+def test_echo_exact_match_is_a_diagnostic_and_an_alias_does_not_gate_twice() -> None:
     b, c = _echo_and_alias_runs()
     result = compare_runs(b, c, GateConfig(family_wise=True))
     echo = gate_of(result, "echo.exact_match")
@@ -332,7 +338,7 @@ def test_echo_exact_match_is_a_diagnostic_and_an_alias_does_not_gate_twice():
     assert result.settings.interval_confidence == 0.95  # passes stay per gate
 
 
-def test_an_alias_gated_on_request_still_counts_once_in_the_family():
+def test_an_alias_gated_on_request_still_counts_once_in_the_family() -> None:
     b, c = _echo_and_alias_runs()
     names = ["answer.exact_match", "echo.exact_match", "generation.groundedness", "judge.context_precision"]
     result = compare_runs(b, c, GateConfig(family_wise=True, include=names))
@@ -343,7 +349,7 @@ def test_an_alias_gated_on_request_still_counts_once_in_the_family():
     assert result.settings.family_size == 2
 
 
-def test_a_baseline_whose_every_case_failed_compares_nothing():
+def test_a_baseline_whose_every_case_failed_compares_nothing() -> None:
     # Used to be "pass": the failure-rate gates improved, every metric gate was skipped.
     b_rows = [row(f"q{i}", {}, status="adapter_error", tags=["topic:a"]) for i in range(20)]
     c_rows = [row(f"q{i}", {HIT: 1.0}, tags=["topic:a"]) for i in range(20)]
@@ -370,56 +376,58 @@ def test_a_baseline_whose_every_case_failed_compares_nothing():
     assert "⏹️ Nothing compared" in page and "nothing could be compared: no gating metric" in page
 
 
-def test_a_failure_rate_block_stands_when_nothing_else_compares():
+def test_a_failure_rate_block_stands_when_nothing_else_compares() -> None:
     b_rows = [row(f"q{i}", {HIT: 1.0}) for i in range(20)]
     c_rows = [row(f"q{i}", {}, status="timeout") for i in range(20)]
     result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), c_rows), GateConfig())
     assert result.overall == "block" and result.overall_reason is None
 
 
-def test_no_gating_metric_at_all_compares_nothing():
+def test_no_gating_metric_at_all_compares_nothing() -> None:
     rows = [row(f"q{i}", {"diagnostics.lexical_faithfulness": 0.5}) for i in range(20)]
     result = compare_runs(artifact(meta("b"), rows), artifact(meta("c"), rows), GateConfig())
     assert result.overall == "none"
     assert result.overall_reason == "nothing could be compared: no gating metric was scored in either run"
 
 
-def test_gating_metrics_scored_on_no_case_are_named():
+def test_gating_metrics_scored_on_no_case_are_named() -> None:
     never = "answer.token_f1"
     b_rows = [row(f"q{i}", {HIT: 1.0, never: None}) for i in range(20)]
-    config = GateConfig(metrics={"judge.faithfulness": {"min": 0.5}, "retrieval.mrr": {"gate": False}})
+    config = GateConfig.model_validate(
+        {"metrics": {"judge.faithfulness": {"min": 0.5}, "retrieval.mrr": {"gate": False}}}
+    )
     result = compare_runs(artifact(meta("b"), b_rows), artifact(meta("c"), b_rows), config)
     assert result.overall == "pass" and result.overall_reason is None
     assert result.unscored == [never, "judge.faithfulness"]
     assert result.warnings == []
 
 
-def test_composites_of_runs_without_weights_are_skipped_by_design_not_unscored():
+def test_composites_of_runs_without_weights_are_skipped_by_design_not_unscored() -> None:
     rows = [row(f"q{i}", {HIT: 1.0, "composite.trust": None}) for i in range(20)]
     plain = {"run": {"metrics": "all"}}  # the recorded configuration: no composite section
 
-    def unscored(config: dict | None) -> list[str]:
-        runs = [artifact(meta(name, config=config), rows) for name in ("b", "c")]
-        return compare_runs(*runs, GateConfig()).unscored
+    def unscored(config: dict[str, Any] | None) -> list[str]:
+        base, cand = (artifact(meta(name, config=config), rows) for name in ("b", "c"))
+        return compare_runs(base, cand, GateConfig()).unscored
 
     assert unscored(plain) == []
     assert unscored({**plain, "composite": {"weights": {HIT: 1.0}}}) == ["composite.trust"]
     assert unscored(None) == ["composite.trust"]  # an older run: unknown, so said
 
 
-def test_the_arithmetic_composite_is_shown_but_does_not_gate_by_default():
+def test_the_arithmetic_composite_is_shown_but_does_not_gate_by_default() -> None:
     rows = [row(f"q{i}", {"composite.trust": 0.5, "composite.trust_arithmetic": 0.7}) for i in range(20)]
-    runs = [artifact(meta(name), rows) for name in ("b", "c")]
+    base, cand = (artifact(meta(name), rows) for name in ("b", "c"))
     gating = {
         g.metric: g.gating
-        for g in compare_runs(*runs, GateConfig()).gates
+        for g in compare_runs(base, cand, GateConfig()).gates
         if g.metric.startswith("composite.")
     }
     assert gating == {"composite.trust": True, "composite.trust_arithmetic": False}
     named = GateConfig(include=["composite.trust", "composite.trust_arithmetic"])
     (gate,) = [
         g
-        for g in compare_runs(*runs, named).gates
+        for g in compare_runs(base, cand, named).gates
         if g.metric == "composite.trust_arithmetic" and g.slice == "all"
     ]
     assert gate.gating

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gate.decision.decide import (
@@ -29,16 +31,16 @@ from gate.model.config import GateConfig
         (0.01, 0.04, "pass"),
     ],
 )
-def test_interval_decision(lo, hi, expected):
+def test_interval_decision(lo: float, hi: float, expected: str) -> None:
     assert interval_decision(lo, hi, 0.02) == expected
 
 
-def test_zero_margin():
+def test_zero_margin() -> None:
     assert interval_decision(0.0, 0.1, 0.0) == "pass"
     assert interval_decision(-1e-9, 0.1, 0.0) == "review"
 
 
-def test_level_breach_floor_and_ceiling():
+def test_level_breach_floor_and_ceiling() -> None:
     assert (
         level_breach(0.80, 0.90, 0.95, None)
         == "candidate interval [0.8000, 0.9000] lies wholly below min 0.95"
@@ -52,7 +54,7 @@ def test_level_breach_floor_and_ceiling():
     assert level_breach(0.05, 0.20, None, 0.10) is None
 
 
-def test_overall_and_skips():
+def test_overall_and_skips() -> None:
     assert overall_decision(["pass", "review", "block"]) == "block"
     assert overall_decision(["pass", "review", "skipped"]) == "review"
     assert overall_decision(["pass", "skipped"]) == "pass"
@@ -62,8 +64,8 @@ def test_overall_and_skips():
     assert skip_reason(10, 10) is None
 
 
-def test_gate_decision_passes_per_gate_and_blocks_family_wise():
-    kw = dict(nonzero=12, needed_nonzero=8, method="tango")
+def test_gate_decision_passes_per_gate_and_blocks_family_wise() -> None:
+    kw: dict[str, Any] = dict(nonzero=12, needed_nonzero=8, method="tango")
     assert gate_decision(-0.019, 0.03, 0.05, 0.02, **kw)[0] == "pass"
     # the per-gate interval lies below zero, the family-wise bound does not: a likely drop
     decision, reason = gate_decision(-0.09, -0.01, 0.004, 0.02, **kw)
@@ -93,7 +95,7 @@ def test_gate_decision_passes_per_gate_and_blocks_family_wise():
     )
 
 
-def test_underpowered_reviews_inform_unless_they_look_like_a_drop():
+def test_underpowered_reviews_inform_unless_they_look_like_a_drop() -> None:
     assert counts_toward_overall("review", True, "inform", 0.1, 0.02) is False
     assert counts_toward_overall("review", True, "inform", -0.01, 0.02) is False  # within the margin
     assert counts_toward_overall("review", True, "inform", -0.03, 0.02) is True  # beyond it
@@ -102,7 +104,7 @@ def test_underpowered_reviews_inform_unless_they_look_like_a_drop():
     assert counts_toward_overall("block", True, "inform", -0.1, 0.02) is True  # blocks always count
 
 
-def test_direction_comes_from_the_registry():
+def test_direction_comes_from_the_registry() -> None:
     reg = registry()
     assert reg["robustness.overrefusal"].higher_is_better is False
     assert reg["retrieval.recall_at_k"].higher_is_better is True
@@ -113,7 +115,7 @@ def test_direction_comes_from_the_registry():
     assert policy.higher_is_better is False and policy.gated
 
 
-def test_metric_policy_overrides():
+def test_metric_policy_overrides() -> None:
     cfg = GateConfig.model_validate(
         {
             "margin": 0.02,
@@ -146,9 +148,9 @@ def test_metric_policy_overrides():
     diag = metric_policy(
         "diagnostics.lexical_faithfulness", cfg, higher_is_better=True, gate_by_default=False
     )
-    assert not diag.gated and "diagnostic" in diag.note
+    assert not diag.gated and "diagnostic" in (diag.note or "")
     unknown = metric_policy("custom.thing", cfg, higher_is_better=None, gate_by_default=True)
-    assert not unknown.gated and "direction unknown" in unknown.note
+    assert not unknown.gated and "direction unknown" in (unknown.note or "")
     only = GateConfig(include=["retrieval.recall_at_k"])
     assert metric_policy("retrieval.recall_at_k", only, higher_is_better=True, gate_by_default=True).gated
     assert not metric_policy("retrieval.mrr", only, higher_is_better=True, gate_by_default=True).gated
@@ -167,5 +169,5 @@ def test_metric_policy_overrides():
         ("block", "never", 0),
     ],
 )
-def test_exit_codes(overall, fail_on, code):
+def test_exit_codes(overall: str, fail_on: str, code: int) -> None:
     assert exit_code_for(overall, fail_on) == code

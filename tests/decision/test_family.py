@@ -13,21 +13,24 @@ import pytest
 from bench_helpers import load_bench
 
 from gate.decision.compare import compare_runs
+from gate.model.artifact import RunArtifact
+from gate.model.config import GateConfig
 
 pytestmark = pytest.mark.slow
 
 family = load_bench("family")
+Demo = tuple[RunArtifact, RunArtifact, GateConfig]
 
 REPLICATES = 120
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     baseline, candidate, config = family.demo_runs(tmp_path_factory.mktemp("demo") / "out")
     return baseline, candidate, config.model_copy(update={"resamples": 2000})
 
 
-def test_demo_as_shipped_reviews_the_billing_drop(demo):
+def test_demo_as_shipped_reviews_the_billing_drop(demo: Demo) -> None:
     baseline, candidate, config = demo
     result = compare_runs(baseline, candidate, config)
     assert result.settings.cluster_by == "metadata.document_id"
@@ -39,6 +42,7 @@ def test_demo_as_shipped_reviews_the_billing_drop(demo):
     # 9 of 20 billing answers lost, none gained, in 8 of 11 documents: beyond the margin for
     # the gate, not below zero across the family of distinct gates
     assert (g.n, g.nonzero, g.unit, g.method) == (20, 8, "cluster", "cluster-tango")
+    assert g.hi is not None and g.block_hi is not None
     assert g.hi < -g.margin and g.block_hi > 0
     assert g.decision == "review" and g.reason.startswith("likely drop")
     assert result.overall == "review"
@@ -46,10 +50,10 @@ def test_demo_as_shipped_reviews_the_billing_drop(demo):
     # resamples, docs/gate.md): the pages, not the questions, are what the data have
     cases = compare_runs(baseline, candidate, config.model_copy(update={"cluster_by": None}))
     [h] = [x for x in cases.gates if (x.metric, x.slice) == (g.metric, g.slice)]
-    assert h.method == "tango" and h.block_hi < 0.005 < g.block_hi
+    assert h.method == "tango" and h.block_hi is not None and h.block_hi < 0.005 < g.block_hi
 
 
-def test_demo_family_null_blocks_rarely(demo):
+def test_demo_family_null_blocks_rarely(demo: Demo) -> None:
     baseline, candidate, config = demo
     controlled = family.family_null(baseline, candidate, config, REPLICATES, seed=3)
     assert controlled["p_any_block"] <= 12 / REPLICATES
@@ -59,7 +63,7 @@ def test_demo_family_null_blocks_rarely(demo):
     assert uncontrolled["p_any_block"] > controlled["p_any_block"]
 
 
-def test_powered_set_passes(demo):
+def test_powered_set_passes(demo: Demo) -> None:
     baseline, _, config = demo
     out = family.powered_pass(baseline, config, 20, seed=5)
     # measured 0.9+ (docs/gate.md); 14 of 20 or more unless the true rate is below 0.7

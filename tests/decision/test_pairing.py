@@ -4,6 +4,7 @@ expected as the metrics match them, the report's cases move as the comparison's 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gate_runs import meta, write_run
 
@@ -12,7 +13,7 @@ from gate.decision.pairing import pair_runs
 from gate.metrics.base import ScoringContext
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
-from gate.model.dataset import Case
+from gate.model.dataset import Case, CaseKind
 from gate.model.records import Answer, CaseOutput, Chunk
 from gate.report.cases import PairedCases, explorer_cases
 from gate.report.markdown import render_markdown
@@ -27,7 +28,7 @@ def _row(case: Case, output: CaseOutput | None, metrics: tuple[str, ...], ctx: S
     return Row.of(case, output, score_case(case, output, ctx, metrics) if output else {})
 
 
-def _qa(n: int, kind: str = "qa") -> list[Case]:
+def _qa(n: int, kind: CaseKind = "qa") -> list[Case]:
     return [
         Case(id=f"q{i:02d}", question=f"What is item {i}?", expected_answer=f"item {i}", kind=kind)
         for i in range(n)
@@ -86,7 +87,9 @@ def test_a_missing_baseline_output_is_a_gain_and_unanswerable_cases_keep_their_r
     assert column.diff[:3].tolist() == [1.0, 1.0, 1.0]
 
 
-def _retrieval_rows(tmp: Path, run_meta_kw: dict, chunks: list[Chunk], expected: list[str]) -> RunArtifact:
+def _retrieval_rows(
+    tmp: Path, run_meta_kw: dict[str, Any], chunks: list[Chunk], expected: list[str]
+) -> RunArtifact:
     case = Case(id="c1", question="Where is the refund policy?", expected_source_ids=expected)
     ctx = ScoringContext(
         k=5,

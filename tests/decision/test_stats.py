@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 import tracemalloc
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -16,7 +17,13 @@ from hypothesis import strategies as st
 
 from gate import stats
 from gate.decision.decide import interval_decision
-from gate.stats import bootstrap_means, cohen_kappa, minimum_detectable_effect, paired_bootstrap
+from gate.stats import (
+    BootstrapResult,
+    bootstrap_means,
+    cohen_kappa,
+    minimum_detectable_effect,
+    paired_bootstrap,
+)
 
 
 def seed_systems() -> tuple[list[float], list[float]]:
@@ -30,7 +37,7 @@ def seed_systems() -> tuple[list[float], list[float]]:
 # -- the worked example ---------------------------------------------------------------------
 
 
-def test_kappa_of_the_200_labels():
+def test_kappa_of_the_200_labels() -> None:
     human = [1] * 150 + [0] * 50
     judge = [1] * 142 + [0] * 8 + [1] * 22 + [0] * 28
     # observed 0.85, expected 0.75*0.82 + 0.25*0.18 = 0.66 -> 0.19 / 0.34
@@ -38,7 +45,7 @@ def test_kappa_of_the_200_labels():
     assert round(cohen_kappa(human, judge), 3) == 0.559
 
 
-def test_kappa_edge_cases():
+def test_kappa_edge_cases() -> None:
     assert cohen_kappa(["a", "b", "c"], ["a", "b", "c"]) == 1.0
     assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))  # chance explains all agreement
     assert cohen_kappa([1, 0], [0, 1]) == -1.0
@@ -48,7 +55,7 @@ def test_kappa_edge_cases():
         cohen_kappa([], [])
 
 
-def test_seed_systems_block_at_margin_002():
+def test_seed_systems_block_at_margin_002() -> None:
     base, cand = seed_systems()
     assert sum(base) / 300 == pytest.approx(0.717, abs=5e-4)
     assert sum(cand) / 300 == pytest.approx(0.673, abs=5e-4)
@@ -68,7 +75,7 @@ def test_seed_systems_block_at_margin_002():
 
 
 @pytest.mark.parametrize("method,scipy_method", [("percentile", "percentile"), ("bca", "BCa")])
-def test_agrees_with_scipy_bootstrap(method, scipy_method):
+def test_agrees_with_scipy_bootstrap(method: Literal["percentile", "bca"], scipy_method: str) -> None:
     from scipy.stats import bootstrap
 
     rng = np.random.default_rng(42)
@@ -108,14 +115,14 @@ def _synthetic(sets: int, n: int, flip: float, seed: int, *, null: bool = False)
     return cand - base, flip * (0.3 - 0.7)
 
 
-def test_coverage_of_95_percent_intervals():
+def test_coverage_of_95_percent_intervals() -> None:
     diffs, truth = _synthetic(1000, 200, 0.15, seed=7)
     result = bootstrap_means(diffs, resamples=2000, seed=11)
     covered = np.mean((result.lo <= truth) & (truth <= result.hi))
     assert covered >= 0.93, covered
 
 
-def test_no_change_block_rate():
+def test_no_change_block_rate() -> None:
     diffs, _ = _synthetic(1000, 200, 0.2, seed=8, null=True)
     result = bootstrap_means(diffs, resamples=2000, seed=12)
     blocks = np.array(
@@ -125,7 +132,7 @@ def test_no_change_block_rate():
     assert blocks.mean() <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 1000), blocks.mean()
 
 
-def test_cluster_bootstrap_widens_for_grouped_questions():
+def test_cluster_bootstrap_widens_for_grouped_questions() -> None:
     rng = np.random.default_rng(3)
     groups, size = 40, 10
     effect = np.repeat(rng.normal(0, 0.2, groups), size)  # questions of one document move together
@@ -143,7 +150,7 @@ def test_cluster_bootstrap_widens_for_grouped_questions():
     assert (lo, hi) == pytest.approx((grouped.lo[0], grouped.hi[0]))
 
 
-def test_cluster_coverage_holds_where_naive_fails():
+def test_cluster_coverage_holds_where_naive_fails() -> None:
     rng = np.random.default_rng(5)
     sets, groups, size = 300, 30, 8
     effect = np.repeat(rng.normal(0, 0.3, (groups, sets)), size, axis=0)
@@ -151,7 +158,10 @@ def test_cluster_coverage_holds_where_naive_fails():
     labels = np.repeat(np.arange(groups), size)
     naive = bootstrap_means(diffs, resamples=1000, seed=2)
     grouped = bootstrap_means(diffs, resamples=1000, seed=2, clusters=labels)
-    cover = lambda r: np.mean((r.lo <= 0) & (r.hi >= 0))  # noqa: E731
+
+    def cover(r: BootstrapResult) -> float:
+        return float(np.mean((r.lo <= 0) & (r.hi >= 0)))
+
     assert cover(grouped) >= 0.90
     assert cover(naive) < 0.75
 
@@ -159,7 +169,7 @@ def test_cluster_coverage_holds_where_naive_fails():
 # -- missing values, batching, determinism ---------------------------------------------------
 
 
-def test_missing_values_drop_pairs():
+def test_missing_values_drop_pairs() -> None:
     base = [1.0, None, 0.0, 1.0, 0.5, float("nan")] * 20
     cand = [1.0, 1.0, None, 0.0, 1.0, 1.0] * 20
     mean, lo, hi = paired_bootstrap(base, cand, resamples=4000)
@@ -178,7 +188,7 @@ def test_missing_values_drop_pairs():
         paired_bootstrap([1.0], [1.0, 0.0])
 
 
-def test_fraction_columns_match_the_float64_path(monkeypatch):
+def test_fraction_columns_match_the_float64_path(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(21)
     data = np.column_stack(
         [(rng.random(900) < 0.6) * 1.0 - (rng.random(900) < 0.5), rng.integers(0, 6, 900) / 5]
@@ -197,16 +207,21 @@ def test_fraction_columns_match_the_float64_path(monkeypatch):
     assert np.allclose(fast.se, slow.se, rtol=0, atol=1e-12)
 
 
-def test_sparse_float64_columns_match_the_dense_product(monkeypatch):
+def test_sparse_float64_columns_match_the_dense_product(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     n = 600
     changed = rng.random((n, 2)) < 0.1  # most cases score the same in both runs
     diffs = np.where(changed, rng.random((n, 2)) - 0.5, 0.0)  # arbitrary reals: the float64 path
     in_slice = rng.random(n) < 0.3
     values = np.column_stack([diffs, np.where(in_slice[:, None], diffs, np.nan)])
-    taken = []
+    taken: list[Any] = []
     real_groups = stats._sparse_groups
-    monkeypatch.setattr(stats, "_sparse_groups", lambda rhs: taken.append(real_groups(rhs)) or taken[-1])
+
+    def recording(rhs: np.ndarray) -> Any:
+        taken.append(real_groups(rhs))
+        return taken[-1]
+
+    monkeypatch.setattr(stats, "_sparse_groups", recording)
     sparse = bootstrap_means(values, resamples=700, seed=4)
     assert taken and taken[0] is not None and len(taken[0]) == 2  # one group per metric
     monkeypatch.setattr(stats, "_sparse_groups", lambda rhs: None)
@@ -215,7 +230,9 @@ def test_sparse_float64_columns_match_the_dense_product(monkeypatch):
         assert np.array_equal(getattr(sparse, field), getattr(dense, field), equal_nan=True), field
 
 
-def test_columns_share_resamples_and_batching_does_not_change_results(monkeypatch):
+def test_columns_share_resamples_and_batching_does_not_change_results(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     rng = np.random.default_rng(9)
     data = rng.random((700, 5))
     data[rng.random((700, 5)) < 0.2] = np.nan
@@ -246,7 +263,7 @@ print(hashlib.sha256(r.lo.tobytes() + r.hi.tobytes() + s.lo.tobytes() + s.hi.tob
 
 
 @pytest.mark.slow
-def test_deterministic_whatever_the_thread_count():
+def test_deterministic_whatever_the_thread_count() -> None:
     digests = set()
     for threads in ("1", "2", "3"):
         env = {
@@ -262,7 +279,7 @@ def test_deterministic_whatever_the_thread_count():
     assert len(digests) == 1
 
 
-def test_worker_threads_run_blas_single_threaded_and_restore_it():
+def test_worker_threads_run_blas_single_threaded_and_restore_it() -> None:
     blas = stats._openblas_threads()
     if blas is None:
         pytest.skip("this numpy does not use OpenBLAS")
@@ -278,7 +295,7 @@ def test_worker_threads_run_blas_single_threaded_and_restore_it():
 
 
 @pytest.mark.slow
-def test_memory_stays_bounded_at_100k_cases():
+def test_memory_stays_bounded_at_100k_cases() -> None:
     data = np.random.default_rng(1).random((100_000, 8))
     tracemalloc.start()
     try:
@@ -291,7 +308,7 @@ def test_memory_stays_bounded_at_100k_cases():
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.floats(-1, 1), min_size=2, max_size=40), st.integers(0, 2**32))
-def test_interval_contains_estimate_and_is_ordered(values, seed):
+def test_interval_contains_estimate_and_is_ordered(values: list[float], seed: int) -> None:
     r = bootstrap_means(np.array(values), resamples=200, seed=seed)
     assert r.lo[0] <= r.hi[0]
     assert min(values) - 1e-9 <= r.lo[0] and r.hi[0] <= max(values) + 1e-9
@@ -304,13 +321,13 @@ def test_interval_contains_estimate_and_is_ordered(values, seed):
     )
 
 
-def test_minimum_detectable_effect():
+def test_minimum_detectable_effect() -> None:
     assert minimum_detectable_effect(0.01) == pytest.approx(0.01 * (1.959964 + 0.841621), rel=1e-5)
     assert minimum_detectable_effect(0.01, confidence=0.99) > minimum_detectable_effect(0.01)
     assert minimum_detectable_effect(0.0) == 0.0
 
 
-def test_constant_column_and_empty():
+def test_constant_column_and_empty() -> None:
     r = bootstrap_means(np.full(30, 0.25), resamples=300, method="bca")
     assert (r.lo[0], r.hi[0], r.estimate[0]) == pytest.approx((0.25, 0.25, 0.25))
     empty = bootstrap_means(np.full((5, 1), np.nan), resamples=100)
@@ -344,7 +361,7 @@ def _tango_by_brute_force(b: int, c: int, n: int, z: float) -> tuple[float, floa
 
 @pytest.mark.slow
 @pytest.mark.parametrize("b,c,n", [(3, 7, 50), (0, 9, 20), (12, 4, 300), (1, 0, 10)])
-def test_tango_interval_matches_its_definition(b, c, n):
+def test_tango_interval_matches_its_definition(b: int, c: int, n: int) -> None:
     lo, hi = stats.tango_bounds(b, c, n, 0.025)
     ref_lo, ref_hi = _tango_by_brute_force(b, c, n, 1.959963984540054)
     assert float(lo) == pytest.approx(ref_lo, abs=1e-4)  # grid step 1e-4
@@ -354,7 +371,7 @@ def test_tango_interval_matches_its_definition(b, c, n):
     assert (float(lo2), float(hi2)) == pytest.approx((-float(hi), -float(lo)), abs=1e-12)
 
 
-def test_tango_with_no_discordant_pair_and_all_worsened():
+def test_tango_with_no_discordant_pair_and_all_worsened() -> None:
     z2 = 1.959963984540054**2
     lo, hi = stats.tango_bounds([0, 0], [0, 0], [10, 1000], 0.025)
     assert lo.tolist() == pytest.approx([-z2 / (10 + z2), -z2 / (1000 + z2)], rel=1e-9)
@@ -364,7 +381,7 @@ def test_tango_with_no_discordant_pair_and_all_worsened():
     assert float(lo) == -1.0 and float(hi) == pytest.approx(-0.4449344, abs=1e-6)
 
 
-def test_t_bounds_match_scipy_ttest():
+def test_t_bounds_match_scipy_ttest() -> None:
     from scipy.stats import ttest_1samp
 
     rng = np.random.default_rng(4)
@@ -377,7 +394,7 @@ def test_t_bounds_match_scipy_ttest():
     assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-12)
 
 
-def test_cluster_t_with_equal_sizes_is_the_t_interval_on_cluster_means():
+def test_cluster_t_with_equal_sizes_is_the_t_interval_on_cluster_means() -> None:
     from scipy.stats import ttest_1samp
 
     rng = np.random.default_rng(5)
@@ -391,7 +408,7 @@ def test_cluster_t_with_equal_sizes_is_the_t_interval_on_cluster_means():
     assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-10)
 
 
-def test_methods_chosen_by_the_data():
+def test_methods_chosen_by_the_data() -> None:
     ternary = np.tile([1.0, -1.0, 0.0, 0.0], 50)[:, None]
     unchanged = np.zeros((200, 1))
     sparse = np.zeros((200, 1))
@@ -407,7 +424,7 @@ def test_methods_chosen_by_the_data():
     assert stats.column_facts(dense, method="percentile").method == ["percentile"]
 
 
-def test_upper_quantile_reads_the_kept_tail_like_numpy():
+def test_upper_quantile_reads_the_kept_tail_like_numpy() -> None:
     rng = np.random.default_rng(6)
     values = rng.normal(size=(80, 3))
     r = bootstrap_means(values, resamples=999, seed=3, keep_tail=0.025)
@@ -419,23 +436,25 @@ def test_upper_quantile_reads_the_kept_tail_like_numpy():
         stats.upper_quantile(r, 0, 0.5)
 
 
-def test_family_max_statistic_lies_between_one_gate_and_bonferroni():
+def test_family_max_statistic_lies_between_one_gate_and_bonferroni() -> None:
     rng = np.random.default_rng(8)
     base = rng.normal(0, 0.2, size=(300, 1))
     # ten overlapping slices of one metric: strongly correlated gates
     columns = np.hstack([np.where(rng.random((300, 1)) < 0.8, base, np.nan) for _ in range(10)])
     facts = stats.column_facts(columns)
     r = bootstrap_means(columns, resamples=4000, seed=1, family_scale=1 / facts.se)
+    assert r.family_max is not None
     c, kind = stats.family_critical_value(r.family_max, 10, 0.95)
     assert kind == "max-statistic"
     assert stats._z(0.025) < c < stats._z(0.0025)
     # independent gates need about Bonferroni
     c1, _ = stats.family_critical_value(np.full(10, 1e9), 10, 0.95)
     assert c1 == pytest.approx(stats._z(0.0025))
-    assert stats.family_critical_value(np.zeros(0), 1, 0.95) == (pytest.approx(1.959964, abs=1e-6), "none")
+    none_c, none_kind = stats.family_critical_value(np.zeros(0), 1, 0.95)
+    assert none_c == pytest.approx(1.959964, abs=1e-6) and none_kind == "none"
 
 
-def test_pairs_needed_and_minimum_nonzero():
+def test_pairs_needed_and_minimum_nonzero() -> None:
     # 0/1 metric with 5% flips: σ_d = √0.05; ((1.96 + 0.8416) √0.05 / 0.02)² = 981.2 -> 982
     assert stats.pairs_needed(math.sqrt(0.05), 0.02).item() == 982
     # an unchanged set still needs z²(1-m)/m = 188.2 -> 189 pairs before it can pass
@@ -445,13 +464,14 @@ def test_pairs_needed_and_minimum_nonzero():
     assert stats.minimum_nonzero(0.025 / 89) == 12
 
 
-def test_clustered_0_1_differences_take_tango_over_the_design_effect():
+def test_clustered_0_1_differences_take_tango_over_the_design_effect() -> None:
     labels = np.repeat(np.arange(20), 5)
     d = np.zeros((100, 1))
     d[:10, 0] = -1.0  # two whole documents lost
     d[50, 0] = 1.0
     facts = stats.column_facts(d, clusters=labels)
     assert facts.method == ["cluster-tango"] and facts.units[0] == 20 and facts.nonzero[0] == 3
+    assert facts.deff is not None
     deff = float(facts.deff[0])
     case_se = float(np.std(d[:, 0], ddof=1) / 10)
     assert deff == pytest.approx((float(facts.se[0]) / case_se) ** 2) and deff > 1

@@ -30,7 +30,7 @@ def gate(metric: str = "answer.exact_match", slice_: str = "all", **kw: Any) -> 
         pairs_needed=189,
     )
     fields.update(kw)
-    return GateResult(**fields)  # type: ignore[arg-type]
+    return GateResult.model_validate(fields)
 
 
 @pytest.mark.parametrize(
@@ -51,12 +51,19 @@ def gate(metric: str = "answer.exact_match", slice_: str = "all", **kw: Any) -> 
         ("pass", -0.01, 0.03, "tango", {"gating": False}, GateCause.NOT_GATING),
     ],
 )
-def test_gate_cause(decision, lo, hi, method, extra, expected):
+def test_gate_cause(
+    decision: str,
+    lo: float | None,
+    hi: float | None,
+    method: str | None,
+    extra: dict[str, Any],
+    expected: GateCause,
+) -> None:
     kw = {"gating": True, **extra}
     assert gate_cause(decision, lo=lo, hi=hi, margin=0.02, method=method, **kw) is expected
 
 
-def test_verified_needs_every_quality_gate_to_pass_on_evidence():
+def test_verified_needs_every_quality_gate_to_pass_on_evidence() -> None:
     failure = gate("adapter.failure_rate", decision="pass", lo=-0.01, hi=0.01)
     v = comparison_verdict([gate(), gate(slice_="tags=a"), failure], nothing_compared=False)
     assert (v.decision, v.cause, v.worse, v.cases_needed) == (
@@ -73,8 +80,8 @@ def test_verified_needs_every_quality_gate_to_pass_on_evidence():
     assert v.cause is VerdictCause.NO_REGRESSION_DETECTED
 
 
-def test_no_regression_detected_says_what_was_ruled_out():
-    unsure = {"decision": "review", "cause": GateCause.STRADDLES_MARGIN, "counts": False}
+def test_no_regression_detected_says_what_was_ruled_out() -> None:
+    unsure: dict[str, Any] = {"decision": "review", "cause": GateCause.STRADDLES_MARGIN, "counts": False}
     straddles = gate(lo=-0.07, hi=0.05, pairs_needed=1996, **unsure)
     slice_gate = gate(slice_="tags=a", lo=-0.3, hi=0.2, **unsure)
     v = comparison_verdict([straddles, slice_gate, gate("answer.token_f1")], nothing_compared=False)
@@ -83,7 +90,7 @@ def test_no_regression_detected_says_what_was_ruled_out():
     assert v.cases_needed == 1996
 
 
-def test_worse_unconfirmed_names_the_gates_lowest_first():
+def test_worse_unconfirmed_names_the_gates_lowest_first() -> None:
     def worse(slice_: str, cause: GateCause, lo: float, hi: float, **kw: Any) -> GateResult:
         return gate(
             slice_=slice_, decision="review", cause=cause, counts=False, lo=lo, hi=hi, worse=True, **kw
@@ -100,7 +107,7 @@ def test_worse_unconfirmed_names_the_gates_lowest_first():
     ]
 
 
-def test_review_block_and_nothing_compared():
+def test_review_block_and_nothing_compared() -> None:
     review = gate(decision="review", cause=GateCause.DROP_CONFIRMED, lo=-0.2, hi=-0.05)
     block = gate("answer.token_f1", decision="block", cause=GateCause.DROPPED_FAMILY_WISE, lo=-0.3, hi=-0.1)
     assert comparison_verdict([gate(), review], nothing_compared=False).cause is VerdictCause.REVIEW
@@ -112,7 +119,7 @@ def test_review_block_and_nothing_compared():
     assert (v.decision, v.cause) == ("none", VerdictCause.NOTHING_COMPARED)
 
 
-def test_final_verdict_policy_change_and_acceptance():
+def test_final_verdict_policy_change_and_acceptance() -> None:
     passed = comparison_verdict([gate()], nothing_compared=False)
     changed = final_verdict(passed, policy_changed=True, accepted=None)
     assert (changed.decision, changed.cause, changed.policy_changed) == (

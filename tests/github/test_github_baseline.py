@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from github_helpers import GOOD, write_run
 from servers.github_server import GitHubServer, GitHubState, zip_directory
 
-from gate.github.baseline import find_baseline
+from gate.github.baseline import BaselineSearch, find_baseline
 from gate.github.client import GitHubClient
 
 DAY = datetime(2026, 3, 1, tzinfo=UTC)
@@ -37,13 +38,13 @@ def _artifact(tmp_path: Path, run_id: str) -> bytes:
     return zip_directory(write_run(tmp_path / "runs" / run_id, GOOD, run_id=run_id))
 
 
-def _push_run(server: GitHubServer, tmp_path: Path, commit: str, *, expired: bool = False, **kw) -> int:
+def _push_run(server: GitHubServer, tmp_path: Path, commit: str, *, expired: bool = False, **kw: Any) -> int:
     run = server.state.add_run(head_sha=sha(commit), **kw)
     server.state.add_artifact(run, "ragproof-run", _artifact(tmp_path, f"{commit}-{run}"), expired=expired)
     return run
 
 
-def _search(server: GitHubServer, tmp_path: Path):
+def _search(server: GitHubServer, tmp_path: Path) -> BaselineSearch:
     client = GitHubClient(api_url=server.url, repository="acme/rag", token="ghs_write", backoff_factor=0.01)
     return find_baseline(
         client,
@@ -78,8 +79,8 @@ def test_a_fork_run_on_a_branch_named_main_is_never_used(server: GitHubServer, t
     _push_run(server, tmp_path, "c1", head_repository=FORK)
     search = _search(server, tmp_path)
     assert search.baseline is None
-    assert (
-        "no successful push run of pr-gate.yml on main at or before the merge base c1c1c1c" in search.reason
+    assert "no successful push run of pr-gate.yml on main at or before the merge base c1c1c1c" in (
+        search.reason or ""
     )
     downloads = [r for r in server.state.requests if r["path"].endswith("/zip")]
     assert downloads == []
@@ -106,7 +107,7 @@ def test_no_runs_at_all(server: GitHubServer, tmp_path: Path) -> None:
     server.state.add_run(head_sha=sha("c1"), workflow="other.yml")
     search = _search(server, tmp_path)
     assert search.baseline is None
-    assert "workflow 'pr-gate.yml' was not found" in search.reason
+    assert "workflow 'pr-gate.yml' was not found" in (search.reason or "")
 
 
 def _zip_slip() -> bytes:
@@ -136,7 +137,7 @@ def test_a_poisoned_baseline_is_skipped_for_the_next_older_run(server: GitHubSer
     assert [p for p in (tmp_path / "dl").rglob("*") if p.is_file()] == []
 
 
-def _unusable_run(server: GitHubServer, tmp_path: Path, commit: str, **kw) -> int:
+def _unusable_run(server: GitHubServer, tmp_path: Path, commit: str, **kw: Any) -> int:
     run = server.state.add_run(head_sha=sha(commit))
     values = kw.pop("values", GOOD)
     data = zip_directory(write_run(tmp_path / "runs" / f"bad-{run}", values, run_id=f"bad-{run}", **kw))
@@ -162,7 +163,7 @@ def _unusable_run(server: GitHubServer, tmp_path: Path, commit: str, **kw) -> in
     ],
 )
 def test_a_run_that_is_no_usable_baseline_is_skipped(
-    server: GitHubServer, tmp_path: Path, kw: dict, why: str
+    server: GitHubServer, tmp_path: Path, kw: dict[str, Any], why: str
 ) -> None:
     older = _push_run(server, tmp_path, "c0")
     unusable = _unusable_run(server, tmp_path, "c1", **kw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from github_helpers import client_for
@@ -12,7 +13,7 @@ from servers.github_server import GitHubServer
 from gate.github.client import GitHubAPIError, GitHubClient, requested_wait
 
 
-def _comment_gets(pr_server: GitHubServer) -> list[dict]:
+def _comment_gets(pr_server: GitHubServer) -> list[dict[str, Any]]:
     return [
         r
         for r in pr_server.state.requests

@@ -36,7 +36,7 @@ def test_markers_per_check_name_and_human_quotes_are_left_alone(pr_server: GitHu
         "<!-- ragproof:ragproof-judge -->\njudge config",
     ]
     found = find_comment(client_for(pr_server), 7, "ragproof-judge")
-    assert found is not None and found.body.endswith("judge config")
+    assert found is not None and (found.body or "").endswith("judge config")
 
 
 def test_read_only_token_is_denied_not_crashed(pr_server: GitHubServer) -> None:

@@ -7,17 +7,20 @@ gate) never fails the step, whatever ``fail-on`` says.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from gate.decision.decide import exit_code_for
 from gate.github import flow
 
 
 @pytest.mark.parametrize("fail_on", ["block", "review", "never"])
 def test_no_decision_never_fails_the_step(fail_on: str) -> None:
-    assert flow.exit_code_for("none", fail_on) == 0
+    assert exit_code_for("none", fail_on) == 0
 
 
-def _git(cwd, *args: str) -> str:
+def _git(cwd: Path, *args: str) -> str:
     import os
     import subprocess
 
@@ -35,7 +38,7 @@ def _git(cwd, *args: str) -> str:
     ).stdout.strip()
 
 
-def test_checkout_head_reads_what_git_rev_parse_says(tmp_path) -> None:
+def test_checkout_head_reads_what_git_rev_parse_says(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     assert flow.checkout_head(repo) is None  # not a checkout

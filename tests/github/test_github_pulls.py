@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from github_helpers import client_for
 from servers.github_server import GitHubServer
@@ -13,7 +15,7 @@ from gate.github.pulls import get_pull, pull_for_run
 HEAD = "a1" * 20
 
 
-def _run(pr_server: GitHubServer, **kw) -> WorkflowRun:
+def _run(pr_server: GitHubServer, **kw: Any) -> WorkflowRun:
     run_id = pr_server.state.add_run(
         head_sha=kw.pop("head_sha", HEAD), event="pull_request", head_branch="feature", **kw
     )

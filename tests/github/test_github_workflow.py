@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from log_commands import obeyed_commands
@@ -41,11 +42,11 @@ def test_any_value_survives_the_heredoc(value: str) -> None:
         assert parse_output_file(path.read_text())["v"] == value + "\nx"
 
 
-def test_a_value_cannot_close_its_own_heredoc(tmp_path: Path, monkeypatch) -> None:
-    import gate.github.workflow as workflow
+def test_a_value_cannot_close_its_own_heredoc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import secrets
 
     tokens = iter(["aa", "bb"])
-    monkeypatch.setattr(workflow.secrets, "token_hex", lambda n: next(tokens))
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(tokens))  # the heredoc delimiters
     commands, _ = _commands(tmp_path)
     commands.set_output("evil", "x\nghadelimiter_aa\nsecond=injected")
     values = parse_output_file((tmp_path / "out").read_text())
@@ -135,7 +136,9 @@ def test_untrusted_lines_are_fenced_and_own_commands_resume() -> None:
     ]
 
 
-def test_workflow_commands_through_a_neutralising_stdout_stay_commands(monkeypatch) -> None:
+def test_workflow_commands_through_a_neutralising_stdout_stay_commands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     target = io.StringIO()
     stream = NeutralisingStream(target)
     monkeypatch.setattr("sys.stdout", stream)

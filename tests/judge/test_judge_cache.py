@@ -21,7 +21,8 @@ def test_round_trip_and_key_parts(tmp_path: Path) -> None:
     assert cache.get("m", "q" * 64, "i" * 64) is None
     assert cache.get("m", "p" * 64, "j" * 64) is None
     cache.put("m", "p" * 64, "i" * 64, CachedVerdict({"declined": False}, ["r"], 1, 1))
-    assert cache.count() == 1 and cache.get("m", "p" * 64, "i" * 64).reply == {"declined": False}
+    cached = cache.get("m", "p" * 64, "i" * 64)
+    assert cache.count() == 1 and cached is not None and cached.reply == {"declined": False}
     cache.close()
 
 

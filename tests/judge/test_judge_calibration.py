@@ -8,16 +8,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
-from servers.judge_server import JudgeServer, reply, user_prompt
+from servers.judge_server import JudgeServer, Responder, Step, reply, user_prompt
 
 from gate.core.errors import DataError
 from gate.judge.templates import PROMPTS_DIR
+from gate.model.records import MetricResult
 from gate.run.calibration import (
     MIN_FIXTURES,
     PROMPT_METRICS,
     HumanJudge,
+    PromptAgreement,
     agreement,
     band,
     load_fixtures,
@@ -44,9 +47,14 @@ def test_agreement_statistics_exact() -> None:
     assert r.kappa == pytest.approx((3 / 5 - 8 / 25) / (1 - 8 / 25), abs=1e-12)
 
 
-def _ten(exact: int, one_band_off: int) -> object:
+def _value(result: MetricResult) -> float:
+    assert result.value is not None, result
+    return result.value
+
+
+def _ten(exact: int, one_band_off: int) -> PromptAgreement:
     # ten items of the top band: `exact` agree, `one_band_off` are judged 0.5, the rest 0
-    judged = [1.0] * exact + [0.5] * one_band_off + [0.0] * (10 - exact - one_band_off)
+    judged: list[float | None] = [*[1.0] * exact, *[0.5] * one_band_off, *[0.0] * (10 - exact - one_band_off)]
     return agreement("claims", [1.0] * 10, judged, [f"f{i}" for i in range(10)])
 
 
@@ -70,7 +78,7 @@ def test_bundled_fixtures_cover_every_prompt_with_every_band() -> None:
     assert set(FIXTURES) == set(PROMPT_METRICS)
     for prompt, items in FIXTURES.items():
         assert len(items) >= MIN_FIXTURES
-        bands = {band(score_fixture(prompt, f, HumanJudge(prompt, f.human)).value) for f in items}
+        bands = {band(_value(score_fixture(prompt, f, HumanJudge(prompt, f.human)))) for f in items}
         assert 0.0 in bands and 1.0 in bands, prompt  # the failure class and the good class
         assert len({f.question for f in items}) == len(items), prompt
 
@@ -102,7 +110,7 @@ def _question_of(prompt: str) -> str:
     return prompt.split("<<<BEGIN QUESTION>>>\n", 1)[1].split("\n<<<END QUESTION>>>", 1)[0]
 
 
-def _flip(annotation: dict) -> dict:
+def _flip(annotation: dict[str, Any]) -> dict[str, Any]:
     """The opposite verdict: booleans inverted, outer bands swapped."""
     swap = {"relevant": "irrelevant", "irrelevant": "relevant", "complete": "missing", "missing": "complete"}
     out = json.loads(json.dumps(annotation))
@@ -114,13 +122,13 @@ def _flip(annotation: dict) -> dict:
         for key, value in item.items():
             if isinstance(value, bool):
                 item[key] = not value
-    return out
+    return cast("dict[str, Any]", out)
 
 
-def oracle(agree: bool):
+def oracle(agree: bool) -> Responder:
     by_key = {(prompt, f.question): f.human for prompt, items in FIXTURES.items() for f in items}
 
-    def respond(body: dict):
+    def respond(body: dict[str, Any]) -> Step:
         prompt = user_prompt(body)
         task = TASK_LINES[prompt.splitlines()[0]]
         human = by_key[(task, _question_of(prompt))]

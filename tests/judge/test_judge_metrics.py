@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from judge_helpers import make_session
-from metric_helpers import chunk, make_case, make_output, score
-from servers.judge_server import JudgeServer, reply, user_prompt
+from metric_helpers import chunk, judge_record, make_case, make_output, score
+from servers.judge_server import JudgeServer, Step, reply, user_prompt
 
 from gate.metrics import registry
 from gate.metrics.base import REASON_NO_CONTEXT, REASON_NO_EXPECTED_ANSWER, REASON_NO_JUDGE, ScoringContext
+from gate.metrics.generation import REASON_NO_CITATIONS
 from gate.metrics.judged import (
     REASON_EMPTY_CONTEXT,
-    REASON_NO_CITATIONS,
     REASON_NO_CLAIMS,
     REASON_NO_REFERENCE_CLAIMS,
 )
+from gate.model.records import CaseOutput
 
 JUDGE_METRICS = (
     "generation.groundedness",
@@ -31,7 +33,7 @@ JUDGE_METRICS = (
 CONTEXT = [chunk("c1", "Refunds are accepted within 30 days."), chunk("c2", "Shipping takes 5 days.")]
 
 
-def claims(*flags: bool, key: str = "supported") -> dict:
+def claims(*flags: bool, key: str = "supported") -> dict[str, Any]:
     return {"claims": [{"claim": f"claim {i}", key: f} for i, f in enumerate(flags)]}
 
 
@@ -40,7 +42,7 @@ def ctx(judge_server: JudgeServer, tmp_path: Path) -> ScoringContext:
     return ScoringContext(judge=make_session(judge_server.openai_url, tmp_path / "store.sqlite"))
 
 
-def answered(text: str = "Refunds within 30 days, shipping 5 days.", **kw) -> object:
+def answered(text: str = "Refunds within 30 days, shipping 5 days.", **kw: Any) -> CaseOutput:
     return make_output(CONTEXT, text, **kw)
 
 
@@ -63,15 +65,15 @@ def test_groundedness_is_supported_over_total_claims(judge_server: JudgeServer, 
     judge_server.script(reply(claims(True, False, True)))
     result = score("generation.groundedness", make_case(), answered(), ctx)
     assert result.status == "scored" and result.value == pytest.approx(2 / 3, abs=0)
-    assert result.judge["verdict"] == claims(True, False, True)
-    assert result.judge["judge_raw_json"] and result.judge["calls"] == 1
+    assert judge_record(result)["verdict"] == claims(True, False, True)
+    assert judge_record(result)["judge_raw_json"] and judge_record(result)["calls"] == 1
 
 
 def test_groundedness_of_a_refusal_is_not_applicable(judge_server: JudgeServer, ctx: ScoringContext) -> None:
     judge_server.script(reply({"claims": []}))
     result = score("generation.groundedness", make_case(kind="unanswerable"), answered("I don't know."), ctx)
     assert (result.status, result.value, result.reason) == ("not_applicable", None, REASON_NO_CLAIMS)
-    assert result.judge["judge_raw_json"] == ['{"claims": []}']
+    assert judge_record(result)["judge_raw_json"] == ['{"claims": []}']
 
 
 def test_groundedness_without_context_skips_without_a_call(
@@ -88,8 +90,8 @@ def test_invalid_twice_is_judge_error_with_raw_replies(
     judge_server.script(reply("nope"), reply({"claims": "all fine"}))
     result = score("generation.groundedness", make_case(), answered(), ctx)
     assert result.status == "judge_error" and result.value is None
-    assert "after one repair retry" in result.reason
-    assert result.judge["judge_raw_json"] == ["nope", '{"claims": "all fine"}']
+    assert "after one repair retry" in (result.reason or "")
+    assert judge_record(result)["judge_raw_json"] == ["nope", '{"claims": "all fine"}']
     assert judge_server.count == 2
 
 
@@ -123,7 +125,9 @@ def test_citation_support_dedups_and_counts_missing_as_unsupported(
         "generation.citation_support", make_case(), answered(citations=["c1", "c2", "c1", "c9"]), ctx
     )
     assert result.status == "scored" and result.value == pytest.approx(1 / 3, abs=0)
-    assert result.judge["missing_verdicts"] == ["c2"] and result.judge["not_in_context"] == ["c9"]
+    assert judge_record(result)["missing_verdicts"] == ["c2"] and judge_record(result)["not_in_context"] == [
+        "c9"
+    ]
     prompt = user_prompt(judge_server.requests[0])
     assert prompt.count("[chunk c1]") == 1 and "[chunk c2]" in prompt and "[chunk c9]" not in prompt
     assert judge_server.count == 1  # one batched call
@@ -204,7 +208,7 @@ def test_context_relevance_is_relevant_chunks_over_chunks(
         reply({"verdicts": [{"chunk_id": "c1", "relevant": True}, {"chunk_id": "c3", "relevant": False}]})
     )
     result = score("judge.context_relevance", make_case(), make_output(three, None), ctx)
-    assert (result.status, result.value) == ("scored", pytest.approx(1 / 3, abs=0))
+    assert result.status == "scored" and result.value == pytest.approx(1 / 3, abs=0)
     empty = score("judge.context_relevance", make_case(), make_output([], None), ctx)
     assert (empty.status, empty.reason) == ("not_applicable", REASON_EMPTY_CONTEXT)
     assert judge_server.count == 1
@@ -226,7 +230,7 @@ def test_faithfulness_requires_every_claim_entailed(judge_server: JudgeServer, c
 def test_all_judge_metrics_on_one_case_make_seven_calls(
     judge_server: JudgeServer, ctx: ScoringContext
 ) -> None:
-    def responder(body: dict) -> object:
+    def responder(body: dict[str, Any]) -> Step:
         prompt = user_prompt(body)
         if '"entailed"' in prompt:
             return reply(claims(True, key="entailed"))
@@ -286,8 +290,8 @@ def test_chunk_ids_with_delimiter_characters_still_match(
 def test_reused_verdict_records_no_calls(judge_server: JudgeServer, ctx: ScoringContext) -> None:
     judge_server.script(reply(claims(True)))
     case, output = make_case(), answered()
-    assert score("generation.groundedness", case, output, ctx).judge["calls"] == 1
-    shared = score("judge.context_precision", case, output, ctx).judge
+    assert judge_record(score("generation.groundedness", case, output, ctx))["calls"] == 1
+    shared = judge_record(score("judge.context_precision", case, output, ctx))
     assert (shared["calls"], shared["reused"]) == (0, True)
 
 

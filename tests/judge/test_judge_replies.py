@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -22,7 +23,7 @@ from gate.judge.replies import ClaimsReply, ReplyError, extract_json_object, par
         ('{"outer": {"inner": 1}, "n": 2} trailing }', {"outer": {"inner": 1}, "n": 2}),
     ],
 )
-def test_first_balanced_object_is_found(text: str, expected: dict) -> None:
+def test_first_balanced_object_is_found(text: str, expected: dict[str, Any]) -> None:
     assert extract_json_object(text) == expected
 
 
@@ -46,7 +47,7 @@ json_values = st.recursive(
     st.text(alphabet=st.characters(blacklist_characters="{"), max_size=30),
     st.text(max_size=30),
 )
-def test_object_wrapped_in_prose_round_trips(obj: dict, before: str, after: str) -> None:
+def test_object_wrapped_in_prose_round_trips(obj: dict[str, Any], before: str, after: str) -> None:
     assert extract_json_object(before + json.dumps(obj) + after) == obj
 
 

@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from servers.judge_server import JudgeServer, Step, reply, user_prompt
@@ -18,7 +20,7 @@ from gate.run.rescore import REASON_NOT_RESCORED
 
 pytestmark = pytest.mark.slow
 
-CASES = [
+CASES: list[dict[str, Any]] = [
     {
         "id": "q1",
         "question": "How long is the refund window?",
@@ -28,7 +30,7 @@ CASES = [
     {"id": "q2", "question": "Who is the CEO?", "kind": "unanswerable"},
     {"id": "q3", "question": "What does the Team plan cost?", "expected_source_ids": ["c2"]},
 ]
-REPLAY = [
+REPLAY: list[dict[str, Any]] = [
     {
         "id": "q1",
         "retrieved": [{"id": "c1", "text": "Refunds within 30 days."}],
@@ -48,7 +50,7 @@ REPLAY = [
 REFUSAL_TEXT = "I don't know."
 
 
-def responder(body: dict):
+def responder(body: dict[str, Any]) -> Step:
     """A consistent judge: supports everything, declines only the refusal, no claims in a refusal."""
     prompt = user_prompt(body)
     refusal = REFUSAL_TEXT in prompt
@@ -75,7 +77,9 @@ def responder(body: dict):
     return reply({"verdict": "relevant"})
 
 
-def _project(root: Path, cases: list[dict], replay: list[dict], extra_yaml: str = "") -> Path:
+def _project(
+    root: Path, cases: list[dict[str, Any]], replay: list[dict[str, Any]], extra_yaml: str = ""
+) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (root / "replay.jsonl").write_text("".join(json.dumps(r) + "\n" for r in replay))
@@ -99,12 +103,12 @@ def _ragproof(
     )
 
 
-def _rows(run_dir: Path) -> dict[str, dict]:
+def _rows(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {row["case_id"]: row for row in map(json.loads, (run_dir / "rows.jsonl").read_text().splitlines())}
 
 
 @pytest.fixture
-def server():
+def server() -> Iterator[JudgeServer]:
     with JudgeServer(responder) as srv:
         yield srv
 
@@ -163,7 +167,7 @@ def _six_case_project(tmp_path: Path) -> Path:
 
 def _run_to_the_budget(
     root: Path, server: JudgeServer, usd: str
-) -> tuple[subprocess.CompletedProcess[str], dict]:
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """``run --out run1`` at $1 per million input tokens under a budget of ``usd``: exit 2, aborted:budget."""
     proc = _ragproof(
         root,
@@ -208,7 +212,7 @@ def test_judge_cost_at_a_budget_stop_equals_the_calls_the_judge_received(
     )
     delays = {"Question number 0?": 0.0, "Question number 1?": 0.3}
 
-    def responder(body: dict):
+    def responder(body: dict[str, Any]) -> Step:
         prompt = user_prompt(body)
         delay = next((d for q, d in delays.items() if q in prompt), 1.5)
         return Step(text=json.dumps({"verdict": "relevant"}), delay_s=delay, usage=(1_000_000, 0))

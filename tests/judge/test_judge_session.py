@@ -6,15 +6,17 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from judge_helpers import MODEL, make_session
 from metric_helpers import chunk, make_case, make_output
-from servers.judge_server import JudgeServer, reply, slow, status, user_prompt
+from servers.judge_server import JudgeServer, Step, reply, slow, status, user_prompt
 
 from gate.core.environment import Environment
 from gate.core.errors import BudgetExceeded, JudgeError, UsageError
-from gate.judge.session import build_judge
+from gate.judge.replies import AnswerRelevanceReply, RefusalReply
+from gate.judge.session import JudgeSession, build_judge
 from gate.judge.templates import PromptSet
 from gate.model.config import JudgeConfig
 
@@ -30,7 +32,7 @@ def store(tmp_path: Path) -> Path:
 def test_valid_reply_is_one_request(judge_server: JudgeServer, store: Path) -> None:
     judge_server.script(reply(REFUSAL_OK))
     verdict = make_session(judge_server.openai_url, store).ask("refusal", QUESTION)
-    assert verdict.reply.declined is True
+    assert verdict.reply_as(RefusalReply).declined is True
     assert judge_server.count == 1
     assert verdict.record["calls"] == 1
     assert verdict.record["judge_raw_json"] == [json.dumps(REFUSAL_OK)]
@@ -40,15 +42,15 @@ def test_valid_reply_inside_prose_is_found(judge_server: JudgeServer, store: Pat
     text = 'Sure! {not json} Here is my verdict:\n```json\n{"declined": false, "reason": "a {brace} inside"}\n```'
     judge_server.script(reply(text))
     verdict = make_session(judge_server.openai_url, store).ask("refusal", QUESTION)
-    assert verdict.reply.declined is False
-    assert verdict.reply.reason == "a {brace} inside"
+    assert verdict.reply_as(RefusalReply).declined is False
+    assert verdict.reply_as(RefusalReply).reason == "a {brace} inside"
     assert judge_server.count == 1
 
 
 def test_invalid_then_valid_makes_exactly_one_repair_call(judge_server: JudgeServer, store: Path) -> None:
     judge_server.script(reply({"declined": "perhaps"}), reply(REFUSAL_OK))
     verdict = make_session(judge_server.openai_url, store).ask("refusal", QUESTION)
-    assert verdict.reply.declined is True
+    assert verdict.reply_as(RefusalReply).declined is True
     assert judge_server.count == 2
     repair = judge_server.requests[1]["messages"]
     assert [m["role"] for m in repair] == ["system", "user", "assistant", "user"]
@@ -71,7 +73,7 @@ def test_429_then_valid_honours_retry_after(judge_server: JudgeServer, store: Pa
     started = time.monotonic()
     verdict = make_session(judge_server.openai_url, store).ask("refusal", QUESTION)
     assert time.monotonic() - started >= 0.95
-    assert verdict.reply.declined is True
+    assert verdict.reply_as(RefusalReply).declined is True
     assert judge_server.count == 2
 
 
@@ -158,9 +160,11 @@ def test_no_cache_neither_reads_nor_writes(judge_server: JudgeServer, store: Pat
     judge_server.script(reply(REFUSAL_OK), reply({"declined": False}))
     make_session(judge_server.openai_url, store).ask("refusal", QUESTION)
     fresh = make_session(judge_server.openai_url, store, use_cache=False).ask("refusal", QUESTION)
-    assert judge_server.count == 2 and fresh.reply.declined is False
+    assert judge_server.count == 2 and fresh.reply_as(RefusalReply).declined is False
     again = make_session(judge_server.openai_url, store).ask("refusal", QUESTION)
-    assert judge_server.count == 2 and again.reply.declined is True  # the cached verdict was left alone
+    assert (
+        judge_server.count == 2 and again.reply_as(RefusalReply).declined is True
+    )  # the cached verdict was left alone
 
 
 def test_cache_key_changes_with_model_and_prompt(
@@ -189,7 +193,7 @@ def test_identical_task_in_one_session_is_judged_once(judge_server: JudgeServer,
     assert judge_server.count == 1 and again.record["reused"] is True
 
 
-def dollar_per_mtok_session(judge_server: JudgeServer, store: Path, max_cost_usd: float) -> object:
+def dollar_per_mtok_session(judge_server: JudgeServer, store: Path, max_cost_usd: float) -> JudgeSession:
     """An uncached session paying $1 per million input tokens (output free) under a budget."""
     return make_session(
         judge_server.openai_url,
@@ -232,7 +236,11 @@ def test_cache_key_changes_with_the_input(judge_server: JudgeServer, store: Path
     other = make_session(judge_server.openai_url, store).ask(
         "refusal", {**QUESTION, "answer": "It is green."}
     )
-    assert judge_server.count == 2 and other.reply.declined is False and other.record["cached"] is False
+    assert (
+        judge_server.count == 2
+        and other.reply_as(RefusalReply).declined is False
+        and other.record["cached"] is False
+    )
     cached = make_session(judge_server.openai_url, store).ask(
         "refusal", dict(reversed(list(QUESTION.items())))
     )
@@ -256,7 +264,7 @@ def test_concurrency_is_bounded(judge_server: JudgeServer, store: Path) -> None:
     peak = 0
     lock = threading.Lock()
 
-    def responder(body: dict) -> object:
+    def responder(body: dict[str, Any]) -> Step:
         nonlocal active, peak
         with lock:
             active += 1
@@ -290,7 +298,7 @@ def test_anthropic_messages_route(judge_server: JudgeServer, store: Path) -> Non
     session = build_judge(config, env, store, True)
     assert session is not None
     verdict = session.ask("answer_relevance", QUESTION)
-    assert verdict.reply.verdict == "relevant"
+    assert verdict.reply_as(AnswerRelevanceReply).verdict == "relevant"
     assert judge_server.paths == ["/v1/messages"]
     body = judge_server.requests[0]
     assert body["model"] == "claude-test" and body["temperature"] == 0 and body["max_tokens"] == 1024

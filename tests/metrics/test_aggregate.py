@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -13,7 +14,7 @@ from gate.model.artifact import Row
 from gate.model.records import MetricResult
 
 
-def row(case_id: str, metrics: dict[str, MetricResult] | None = None, **fields) -> Row:
+def row(case_id: str, metrics: dict[str, MetricResult] | None = None, **fields: Any) -> Row:
     fields.setdefault("kind", "qa")
     fields.setdefault("status", "ok")
     return Row(case_id=case_id, metrics=metrics or {}, **fields)
@@ -44,7 +45,7 @@ def test_nearest_rank_rejects_empty_and_bad_fraction() -> None:
 
 
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=50), st.floats(0, 1))
-def test_property_nearest_rank_is_a_sample_value(values, fraction) -> None:
+def test_property_nearest_rank_is_a_sample_value(values: list[float], fraction: float) -> None:
     ordered = sorted(values)
     got = nearest_rank(ordered, fraction)
     assert got in ordered

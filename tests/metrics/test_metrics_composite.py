@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from metric_helpers import make_case, make_output, score
+from metric_helpers import defined, make_case, make_output, score
 
 from gate.metrics.base import ScoringContext
 from gate.metrics.composite import REASON_NO_COMPONENT, REASON_NO_WEIGHTS, aggregate
@@ -16,14 +18,18 @@ GOLDEN_WEIGHTS = {"faithfulness": 0.4, "attribution": 0.2, "relevance": 0.2, "co
 
 
 def test_golden_arithmetic_and_geometric() -> None:
-    arithmetic, geometric = aggregate(GOLDEN_VALUES, GOLDEN_WEIGHTS)
+    out = aggregate(GOLDEN_VALUES, GOLDEN_WEIGHTS)
+    assert out is not None
+    arithmetic, geometric = out
     assert round(arithmetic, 4) == 0.5700
     assert round(geometric, 4) == 0.2863
 
 
 def test_undefined_component_is_dropped_and_weights_renormalised() -> None:
     values = {**GOLDEN_VALUES, "faithfulness": None}
-    arithmetic, geometric = aggregate(values, GOLDEN_WEIGHTS)
+    out = aggregate(values, GOLDEN_WEIGHTS)
+    assert out is not None
+    arithmetic, geometric = out
     assert arithmetic == pytest.approx((0.9 + 0.9 + 0.95) / 3, abs=1e-15)
     assert geometric == pytest.approx((0.9 * 0.9 * 0.95) ** (1 / 3), abs=1e-15)
     missing = dict(GOLDEN_VALUES)
@@ -51,12 +57,13 @@ def test_geometric_never_exceeds_arithmetic(parts: list[tuple[float, float, bool
     if not any(defined for *_, defined in parts):
         assert out is None
         return
+    assert out is not None
     arithmetic, geometric = out
     assert 0.0 <= geometric <= arithmetic + 1e-12 <= 1.0 + 1e-12
 
 
 def _ctx(results: dict[str, MetricResult] | None, weights: dict[str, float] | None) -> ScoringContext:
-    extras: dict = {}
+    extras: dict[str, Any] = {}
     if weights is not None:
         extras["composite_weights"] = weights
     if results is not None:
@@ -132,5 +139,5 @@ def test_golden_through_the_registered_metric() -> None:
     results = {names[k]: MetricResult.scored(v) for k, v in GOLDEN_VALUES.items()}
     ctx = _ctx(results, {names[k]: w for k, w in GOLDEN_WEIGHTS.items()})
     case, output = make_case(), make_output(None, "x")
-    assert round(score("composite.trust", case, output, ctx).value, 4) == 0.2863
-    assert round(score("composite.trust_arithmetic", case, output, ctx).value, 4) == 0.57
+    assert round(defined(score("composite.trust", case, output, ctx).value), 4) == 0.2863
+    assert round(defined(score("composite.trust_arithmetic", case, output, ctx).value), 4) == 0.57

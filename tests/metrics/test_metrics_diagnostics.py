@@ -16,6 +16,7 @@ from gate.metrics.diagnostics import (
     REASON_NO_LONG_SENTENCE,
     split_sentences,
 )
+from gate.model.records import Chunk
 
 DIAGNOSTICS = (
     "diagnostics.lexical_faithfulness",
@@ -115,7 +116,7 @@ def test_diagnostics_apply_to_qa_only() -> None:
 # ---------------------------------------------------------------- failure category
 
 
-def category(answer: str, expected: str, context=CONTEXT) -> str:
+def category(answer: str, expected: str, context: list[Chunk] = CONTEXT) -> str | None:
     result = score(
         "diagnostics.failure_category",
         make_case(expected_answer=expected),

@@ -30,7 +30,8 @@ def test_citation_validity_empty_retrieved_set_scores_0() -> None:
 
 
 def test_citation_validity_no_citations_skips() -> None:
-    for citations in (None, []):
+    no_citations: tuple[list[str] | None, ...] = (None, [])
+    for citations in no_citations:
         out = make_output(["a"], answer="x", citations=citations)
         result = score("generation.citation_validity", make_case(), out)
         assert (result.status, result.reason) == ("skipped", REASON_NO_CITATIONS)

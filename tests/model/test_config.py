@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from gate.core.errors import UsageError
-from gate.model.config import load_config, parse_config
+from gate.model.config import Config, load_config, parse_config
 
 MINIMAL = "dataset: cases.jsonl\nadapter: {type: python, target: 'pipe:make'}\n"
 
 
-def _load(tmp_path: Path, text: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def _load(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> Config:
     path = tmp_path / "ragproof.yaml"
     path.write_text(text)
     return load_config(path, env)

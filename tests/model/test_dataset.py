@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 from gate.core.errors import DataError
 from gate.model.dataset import Case, dataset_sha256, load_dataset, write_cases
 
-CASES = [
+CASES: list[dict[str, Any]] = [
     {
         "id": "q1",
         "question": "What is the refund window?",
@@ -32,7 +34,7 @@ CASES = [
 ]
 
 
-def write_jsonl(path: Path, records: list) -> Path:
+def write_jsonl(path: Path, records: list[Any]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     return path
 
@@ -104,7 +106,7 @@ def test_unknown_kind(tmp_path: Path) -> None:
         ("expected_source_id", ["d"], "expected_source_id: unknown key; did you mean expected_source_ids?"),
     ],
 )
-def test_wrong_types_name_the_field(tmp_path: Path, field: str, value, expected: str) -> None:
+def test_wrong_types_name_the_field(tmp_path: Path, field: str, value: object, expected: str) -> None:
     path = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "question": "q", field: value}])
     assert load_error(path) == f"{path}:1: {expected}"
 
@@ -240,7 +242,9 @@ def test_sha256_stable_under_reformatting_key_order_and_jsonl_vs_yaml(tmp_path: 
         lambda cs: cs.pop(),
     ],
 )
-def test_sha256_changes_with_any_content_change(tmp_path: Path, change) -> None:
+def test_sha256_changes_with_any_content_change(
+    tmp_path: Path, change: Callable[[list[dict[str, Any]]], object]
+) -> None:
     base = load_dataset(write_jsonl(tmp_path / "a.jsonl", CASES)).sha256
     changed = json.loads(json.dumps(CASES))
     change(changed)
@@ -280,7 +284,9 @@ def test_line_separator_characters_inside_strings_do_not_split_lines(tmp_path: P
     st.lists(st.text(min_size=1), max_size=3),
     st.sampled_from(["c.jsonl", "c.yaml"]),
 )
-def test_property_any_text_round_trips_through_write_and_load(tmp_path: Path, question, tags, name) -> None:
+def test_property_any_text_round_trips_through_write_and_load(
+    tmp_path: Path, question: str, tags: list[str], name: str
+) -> None:
     cases = [Case(id="a", question=question, tags=tags, metadata={"note": question})]
     out = tmp_path / name
     write_cases(out, cases)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from gate.model.config import GateConfig
 from gate.model.slices import slice_gates, slice_keys, slice_masks
 
 
-def row(case_id: str, **fields) -> Row:
+def row(case_id: str, **fields: Any) -> Row:
     fields.setdefault("kind", "qa")
     fields.setdefault("status", "ok")
     return Row(case_id=case_id, **fields)
@@ -45,7 +47,7 @@ def test_slice_keys_unknown_dimension_is_usage_error() -> None:
         slice_keys(row("a"), ["color"])
 
 
-def test_slice_gates():
+def test_slice_gates() -> None:
     cfg = GateConfig(slices=["kind", "tags", "metadata.lang"], gate_slices=["kind", "tags:topic"])
     assert slice_gates("all", cfg)
     assert slice_gates("kind=qa", cfg)

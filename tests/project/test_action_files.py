@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -162,8 +163,8 @@ def test_pull_request_runs_check_out_the_head_commit(name: str) -> None:
 
 
 def test_the_fork_safe_gate_follows_the_candidate_workflow() -> None:
-    def load(name: str) -> dict:
-        return yaml.safe_load((ROOT / "examples" / "workflows" / name).read_text())
+    def load(name: str) -> dict[Any, Any]:
+        return cast("dict[Any, Any]", yaml.safe_load((ROOT / "examples" / "workflows" / name).read_text()))
 
     candidate, gate = load("fork-safe-candidate.yml"), load("fork-safe-gate.yml")
     # PyYAML reads the key `on` as True.

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from frameworks import require
@@ -69,7 +70,7 @@ def documented_requirement() -> str:
     """The requirement of the Haystack install line in docs/pipelines.md's quick start."""
     text = (ROOT / "docs" / "pipelines.md").read_text(encoding="utf-8")
     (found,) = re.findall(r"^python -m pip install '([^' ]*\[haystack\])'", text, re.M)
-    return found
+    return cast("str", found)
 
 
 @pytest.mark.slow

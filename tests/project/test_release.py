@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -22,7 +23,7 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def _image() -> str:
-    return yaml.safe_load(RELEASE.read_text(encoding="utf-8"))["env"]["IMAGE"]
+    return cast("str", yaml.safe_load(RELEASE.read_text(encoding="utf-8"))["env"]["IMAGE"])
 
 
 def test_release_workflow_matches_the_schema_and_passes_actionlint() -> None:

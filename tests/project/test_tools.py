@@ -9,6 +9,7 @@ import re
 import shlex
 import tomllib
 from pathlib import Path
+from typing import cast
 
 import pytest
 from tools import TOOLS, Tool, missing_message, require_tool
@@ -42,7 +43,7 @@ def ci_apt_packages() -> set[str]:
 def readme_test_command() -> str:
     readme = (ROOT / "README.md").read_text()
     (line,) = {m for m in re.findall(r"^(python -m pip install .*)# the tests$", readme, re.M)}
-    return line.strip()
+    return cast("str", line.strip())
 
 
 def ci_test_command() -> str:
@@ -156,7 +157,8 @@ def test_the_readme_test_command_is_what_ci_runs_and_its_tools_are_installed() -
         executable = shlex.split(step)[0]
         if executable not in NOT_TOOLS:
             assert executable in TOOLS, f"{executable} (README test command) is not in tests/tools.py"
-            assert TOOLS[executable].pip and _normalized(TOOLS[executable].pip) in extra_packages()
+            pip = TOOLS[executable].pip
+            assert pip and _normalized(pip) in extra_packages()
 
 
 def test_a_missing_tool_fails_the_test_with_its_install_command(

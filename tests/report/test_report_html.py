@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from typing import Any
 
 from gate_runs import HOSTILE, artifact, fixed_runs, meta, row
+from metric_helpers import defined
 
 from gate.decision.compare import compare_runs
 from gate.model.config import GateConfig
@@ -17,7 +19,7 @@ class _Collect(HTMLParser):
         super().__init__()
         self.tags: list[tuple[str, dict[str, str | None]]] = []
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, dict(attrs)))
 
 
@@ -45,14 +47,14 @@ def assert_self_contained(text: str, *, script: bool) -> None:
         a["content"] for t, a in tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
     ]
     assert policy == [page_policy(_script(text) if script else None)]
-    assert policy[0].startswith("default-src 'none'; style-src 'sha256-")
+    assert (policy[0] or "").startswith("default-src 'none'; style-src 'sha256-")
 
 
 def _script(text: str) -> str:
     return text.split("<script>", 1)[1].split("</script>", 1)[0]
 
 
-def test_compare_html_opens_with_the_decision_and_one_panel_per_metric():
+def test_compare_html_opens_with_the_decision_and_one_panel_per_metric() -> None:
     base, cand = fixed_runs()
     comparison = compare_runs(base, cand, GateConfig())
     text = render_compare_html(comparison, base, cand)
@@ -64,7 +66,7 @@ def test_compare_html_opens_with_the_decision_and_one_panel_per_metric():
     # the counts as the comment states them; the underpowered reviews fold into the panels
     assert "<strong>2 review</strong> · 10 underpowered (inform only) · 3 pass" in text
     assert "10 underpowered gates (inform only), in the metric panels below." in text
-    panels = metric_panels(comparison)
+    panels: list[dict[str, Any]] = metric_panels(comparison)
     # attention first: the blocking metric, then review, then the rest
     assert [p["metric"] for p in panels] == [
         "answer.token_f1",
@@ -95,20 +97,20 @@ def test_compare_html_opens_with_the_decision_and_one_panel_per_metric():
     assert text.count("baseline: n ") == 3 and text.count("candidate: n ") == 3
 
 
-def test_panel_geometry_is_exact():
+def test_panel_geometry_is_exact() -> None:
     base, cand = fixed_runs()
     comparison = compare_runs(base, cand, GateConfig())
-    panel = next(p for p in metric_panels(comparison) if p["metric"] == "answer.token_f1")
+    panel: dict[str, Any] = next(p for p in metric_panels(comparison) if p["metric"] == "answer.token_f1")
     shown = [g for g in comparison.gates if g.metric == "answer.token_f1" and g.gating and g.lo is not None]
-    scale = max(max(abs(g.lo), abs(g.hi), g.margin) for g in shown) * 1.15
+    scale = max(max(abs(defined(g.lo)), abs(defined(g.hi)), g.margin) for g in shown) * 1.15
     plot = panel["plot"]
     assert plot["x_zero"] == round(scale / (2 * scale) * 360, 2)
     first = next(g for g in shown if g.slice == plot["rows"][0]["label"])
-    assert plot["rows"][0]["x_lo"] == round((first.lo + scale) / (2 * scale) * 360, 2)
+    assert plot["rows"][0]["x_lo"] == round((defined(first.lo) + scale) / (2 * scale) * 360, 2)
     assert plot["rows"][0]["x_margin"] == round((-first.margin + scale) / (2 * scale) * 360, 2)
 
 
-def test_hostile_strings_are_escaped():
+def test_hostile_strings_are_escaped() -> None:
     b_rows = [row(HOSTILE, {"retrieval.hit_rate_at_k": 1.0}, tags=[HOSTILE])] + [
         row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0}) for i in range(20)
     ]
@@ -121,7 +123,7 @@ def test_hostile_strings_are_escaped():
     assert_self_contained(text, script=True)
 
 
-def test_run_html():
+def test_run_html() -> None:
     base, _ = fixed_runs()
     text = render_run_html(base)
     assert_self_contained(text, script=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gate_runs import HOSTILE, artifact, fixed_runs, meta, row
@@ -51,7 +52,7 @@ def test_golden_comment_is_byte_identical(update_golden: bool) -> None:
     assert GOLDEN.read_text(encoding="utf-8") == text
 
 
-def test_report_contents():
+def test_report_contents() -> None:
     base, cand = fixed_runs()
     comparison = compare_runs(base, cand, GateConfig())
     text = render_markdown(comparison, context=CONTEXT, baseline=base, candidate=cand)
@@ -131,7 +132,7 @@ def _cells(line: str) -> int:
     return len(re.findall(r"(?<!\\)\|", line))
 
 
-def test_hostile_case_id_renders_inert():
+def test_hostile_case_id_renders_inert() -> None:
     b_rows = [row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0}, tags=[HOSTILE]) for i in range(30)]
     c_rows = [row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0}, tags=[HOSTILE]) for i in range(30)]
     b_rows.append(row(HOSTILE, {"retrieval.hit_rate_at_k": 1.0}))
@@ -152,7 +153,7 @@ def test_hostile_case_id_renders_inert():
     assert any(HOSTILE not in line and "@\u200borg" in line for line in _table_rows(text))
 
 
-def test_family_wise_mode_is_stated():
+def test_family_wise_mode_is_stated() -> None:
     base, cand = fixed_runs()
     plain = render_markdown(compare_runs(base, cand, GateConfig(family_wise=False)))
     assert "family-wise blocks" not in plain
@@ -163,7 +164,7 @@ def test_family_wise_mode_is_stated():
     assert f"(margin 0.02, 95%, family-wise blocks over {family}, " in text
 
 
-def test_context_strings_are_escaped_too():
+def test_context_strings_are_escaped_too() -> None:
     base, cand = fixed_runs()
     hostile = ReportContext(
         title="@org/ci <b>",
@@ -196,11 +197,11 @@ def test_context_strings_are_escaped_too():
         ("back\\slash", "back\\\\slash"),
     ],
 )
-def test_md_escape(text, expected):
+def test_md_escape(text: str, expected: str) -> None:
     assert md_escape(text) == expected
 
 
-def test_md_escape_truncates():
+def test_md_escape_truncates() -> None:
     assert md_escape("x" * 500) == "x" * 299 + "…"
     assert md_escape("abc", max_len=2) == "a…"
 
@@ -226,7 +227,7 @@ def _gate(i: int) -> GateResult:
 
 
 @pytest.mark.slow
-def test_5000_gates_stay_under_the_cap():
+def test_5000_gates_stay_under_the_cap() -> None:
     base, cand = fixed_runs()
     small = compare_runs(base, cand, GateConfig())
     big = Comparison.model_validate(
@@ -239,7 +240,7 @@ def test_5000_gates_stay_under_the_cap():
     assert "<details>" not in text or "</details>" in text
 
 
-def test_interval_bar():
+def test_interval_bar() -> None:
     bar = interval_bar(-0.077, -0.010, -0.043, 0.02, 0.1)
     assert bar == "`·━━◆━━┆······`"  # -margin (inside the interval) is drawn as interval
     assert interval_bar(0.01, 0.05, 0.03, 0.02, 0.1) == "`·····╎┆━◆━···`"
@@ -247,7 +248,7 @@ def test_interval_bar():
     assert interval_bar(None, None, None, 0.02, 0.1) == ""
 
 
-def test_no_baseline_report():
+def test_no_baseline_report() -> None:
     base, _ = fixed_runs()
     text = render_no_baseline(base, context=CONTEXT)
     assert "No baseline" in text and "no gate was decided" in text
@@ -257,7 +258,7 @@ def test_no_baseline_report():
     assert len(text) <= MAX_CHARS
 
 
-def test_run_summary_reads_as_a_baseline_and_escapes_its_wording():
+def test_run_summary_reads_as_a_baseline_and_escapes_its_wording() -> None:
     base, _ = fixed_runs()
     default = render_run_summary(base, context=CONTEXT)
     assert default.startswith("<!-- ragproof:gate -->\n## ragproof: 📌 Baseline run\n\n")
@@ -274,7 +275,7 @@ def test_run_summary_reads_as_a_baseline_and_escapes_its_wording():
     assert "\nStored as &lt;b&gt;x&lt;/b&gt; \\| y # z\n" in text
 
 
-def test_context_rejects_unsafe_values():
+def test_context_rejects_unsafe_values() -> None:
     with pytest.raises(ValidationError):
         ReportContext(marker="<img src=x>")
     with pytest.raises(ValidationError):
@@ -310,7 +311,7 @@ def test_the_why_line_of_a_review_counts_the_gates_that_decide() -> None:
     base, cand = fixed_runs()
     small = compare_runs(base, cand, GateConfig())
 
-    def review(metric: str, lo: float, hi: float, *, underpowered: bool) -> dict:
+    def review(metric: str, lo: float, hi: float, *, underpowered: bool) -> dict[str, Any]:
         gate = _gate(1).model_copy(
             update={"metric": metric, "lo": lo, "hi": hi, "underpowered": underpowered}
         )
@@ -345,7 +346,7 @@ def test_gating_metrics_scored_in_neither_run_are_named_in_every_report() -> Non
     never = "answer.token_f1"
     rows = [row(f"q{i}", {"retrieval.hit_rate_at_k": 1.0, never: None}) for i in range(20)]
     base, cand = artifact(meta("b"), rows), artifact(meta("c"), rows)
-    config = GateConfig(metrics={"judge.faithfulness": {"min": 0.5}})
+    config = GateConfig.model_validate({"metrics": {"judge.faithfulness": {"min": 0.5}}})
     result = compare_runs(base, cand, config)
     assert result.overall == "pass" and result.unscored == [never, "judge.faithfulness"]
     line = (
@@ -374,7 +375,7 @@ def test_the_why_line_of_a_pass_says_what_was_decided() -> None:
     data = compare_runs(base, cand, GateConfig()).model_dump()
     data["settings"]["underpowered"] = "inform"
 
-    def gate(decision: str, *, underpowered: bool) -> dict:
+    def gate(decision: str, *, underpowered: bool) -> dict[str, Any]:
         update = {"decision": decision, "underpowered": underpowered, "lo": -0.01, "hi": 0.03}
         return _gate(1).model_copy(update=update).model_dump()
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gate_runs import artifact, meta, row
@@ -26,7 +27,7 @@ from render_helpers import MENTION, REFERENCE, cmark, measure, page, parts, scre
 
 from gate.decision.compare import compare_runs
 from gate.decision.comparison import Comparison
-from gate.model.artifact import RunArtifact
+from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig, GateMetricConfig
 from gate.model.records import Answer, Chunk
 from gate.report.escape import ZWSP
@@ -73,7 +74,8 @@ HOSTILE_TEXT = [
 
 def _hostile_comparison() -> tuple[str, Comparison, RunArtifact, RunArtifact, ReportContext]:
     topics = ["billing", "sync", "security", "install", "backup", "@team #7"]
-    b_rows, c_rows = [], []
+    b_rows: list[Row] = []
+    c_rows: list[Row] = []
     for i in range(240):
         topic = topics[i % len(topics)]
         hostile = HOSTILE_TEXT[i % len(HOSTILE_TEXT)]
@@ -135,7 +137,7 @@ def _dropped_case(comparison: Comparison, base: RunArtifact, cand: RunArtifact) 
     )
     base_by_id = {r.case_id: r for r in base.rows}
     sign = 1.0 if g.higher_is_better else -1.0
-    worst: tuple[float, str, str] | None = None
+    worst: tuple[float, str, str, str] | None = None
     for c in cand.rows:
         b = base_by_id.get(c.case_id)
         in_slice = g.slice == "all" or g.slice == f"kind={c.kind}" or g.slice.removeprefix("tags=") in c.tags
@@ -144,9 +146,9 @@ def _dropped_case(comparison: Comparison, base: RunArtifact, cand: RunArtifact) 
         d = sign * ((c.metrics[g.metric].value or 0.0) - (b.metrics[g.metric].value or 0.0))
         if d < 0 and (worst is None or (d, c.case_id) < worst[:2]):
             assert c.question and c.answer
-            worst = (d, c.case_id, c.question, c.answer.text)  # type: ignore[assignment]
+            worst = (d, c.case_id, c.question, c.answer.text)
     assert worst is not None, g
-    return worst[2], worst[3]  # type: ignore[misc]
+    return worst[2], worst[3]
 
 
 def _plain(text: str) -> str:
@@ -162,7 +164,7 @@ def _check(
     cand: RunArtifact,
     workdir: Path,
     allowed_links: set[str],
-) -> dict:
+) -> dict[str, Any]:
     html = cmark(markdown)
     m = measure(page(html, WIDTH), WIDTH, workdir)
     # no table wider than the comment (tables scroll inside a box as wide as the text column)
@@ -237,7 +239,9 @@ def _check(
     return m
 
 
-def test_demo_comment_fits_one_screen_as_github_renders_it(demo, tmp_path: Path, update_golden: bool) -> None:
+def test_demo_comment_fits_one_screen_as_github_renders_it(
+    demo: tuple[str, Comparison, RunArtifact, RunArtifact], tmp_path: Path, update_golden: bool
+) -> None:
     markdown, comparison, base, cand = demo
     # the billing losses are beyond the margin for the slice, not a block across the family
     assert comparison.overall == "review"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -74,7 +75,7 @@ def test_shards_of_two_pipelines_do_not_merge(tmp_path: Path) -> None:
     assert [m["adapter"]["target"] for m in metas] == ["tiny_pipeline:Tiny", "tiny_pipeline:TinySync"]
 
 
-def _hash(adapter: dict) -> str:
+def _hash(adapter: dict[str, Any]) -> str:
     return parse_config({"dataset": "d.jsonl", "adapter": adapter}, "c.yaml").config_hash()
 
 
@@ -94,7 +95,7 @@ def _hash(adapter: dict) -> str:
         ),
     ],
 )
-def test_the_adapter_identity_is_part_of_the_config_hash(one: dict, other: dict) -> None:
+def test_the_adapter_identity_is_part_of_the_config_hash(one: dict[str, Any], other: dict[str, Any]) -> None:
     assert _hash(one) != _hash(other)
 
 

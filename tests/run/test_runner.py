@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -307,7 +307,7 @@ def test_url_credentials_stay_out_of_run_json() -> None:
 
     def described(url: str) -> str:
         config = parse_config({"dataset": "d", "adapter": {"type": "http", "url": url}}, "c.yaml")
-        return adapter_description(config)["url"]
+        return cast("str", adapter_description(config)["url"])
 
     assert described("http://user:secret@pipeline:8000/api") == "http://pipeline:8000/api"
     assert described("http://pipeline:8000") == "http://pipeline:8000"

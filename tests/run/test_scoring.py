@@ -71,7 +71,7 @@ def test_score_case_all_metrics_without_judge_never_scores_judge_metrics() -> No
         if spec.kind == "judge":
             assert result.status == "skipped", name
         if result.status == "scored" and not spec.categorical:
-            assert 0.0 <= result.value <= 1.0, name
+            assert result.value is not None and 0.0 <= result.value <= 1.0, name
         if result.status == "skipped":
             assert result.reason, name
     assert results["diagnostics.failure_category"].label == "correct"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
+from gate.judge.session import JudgeSession
 from gate.metrics.base import ScoringContext
 from gate.model.dataset import Case
 from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
@@ -31,14 +33,14 @@ def _cases() -> list[tuple[Case, CaseOutput]]:
     return out
 
 
-def _score_all(scorer: object) -> list[dict[str, MetricResult]]:
+def _score_all(scorer: InlineScorer) -> list[dict[str, MetricResult]]:
     async def go() -> list[dict[str, MetricResult]]:
-        return [await scorer.score(case, output) for case, output in _cases()]  # type: ignore[attr-defined]
+        return [await scorer.score(case, output) for case, output in _cases()]
 
     try:
         return asyncio.run(go())
     finally:
-        scorer.close()  # type: ignore[attr-defined]
+        scorer.close()
 
 
 def test_thread_scoring_equals_inline_scoring() -> None:
@@ -54,7 +56,7 @@ def test_thread_scoring_equals_inline_scoring() -> None:
 def test_choice_of_scorer() -> None:
     ctx = ScoringContext()
     plain = make_scorer(ctx, [], judge_threads=2)
-    judged = make_scorer(ScoringContext(judge=object()), [], judge_threads=2)
+    judged = make_scorer(ScoringContext(judge=cast("JudgeSession", object())), [], judge_threads=2)
     try:
         assert type(plain) is InlineScorer and type(judged) is ThreadScorer
     finally:

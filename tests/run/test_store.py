@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -17,7 +18,9 @@ from gate.run.store import Store, connect, run_key
 
 def _committed(path: Path, run_id: str = "r1") -> int:
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT count(*) FROM case_results WHERE run_id = ?", (run_id,)).fetchone()[0]
+        return cast(
+            "int", conn.execute("SELECT count(*) FROM case_results WHERE run_id = ?", (run_id,)).fetchone()[0]
+        )
 
 
 def test_wal_mode_and_run_lookup(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 
@@ -31,7 +31,7 @@ SPEC_PATH = Path(__file__).resolve().parents[1] / "data" / "github" / "openapi.j
 
 @functools.cache
 def spec() -> dict[str, Any]:
-    return json.loads(SPEC_PATH.read_text())
+    return cast("dict[str, Any]", json.loads(SPEC_PATH.read_text()))
 
 
 def _json_schema(value: Any) -> Any:

@@ -32,13 +32,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 if __package__:  # imported by the tests as servers.github_server
     from servers import github_contract as contract
 else:  # run as a script (the container smoke test)
-    import github_contract as contract
+    import github_contract as contract  # type: ignore[import-not-found,no-redef]  # the script form: beside it
 
 
 def _retarget(value: Any, old: str, new: str) -> Any:
@@ -54,7 +54,7 @@ def user(login: str, user_id: int = 583231, kind: str = "User") -> dict[str, Any
     """A ``simple-user`` as GitHub sends it (from GitHub's example, renamed)."""
     account = _retarget(contract.example("issue-comment")["user"], "/octocat", f"/{login}")
     account.update(login=login, id=user_id, node_id=f"U_{user_id}", type=kind)
-    return account
+    return cast("dict[str, Any]", account)
 
 
 BOT = user("github-actions[bot]", 41898282, "Bot")
@@ -162,7 +162,7 @@ class GitHubState:
             fork=full_name is not None and full_name != self.full_name,
             language=None,
         )
-        return repo
+        return cast("dict[str, Any]", repo)
 
     def new_id(self) -> int:
         with self.lock:
@@ -285,7 +285,7 @@ class GitHubState:
             },
         )
         self.pulls[number] = pull
-        return pull
+        return cast("dict[str, Any]", pull)
 
     def add_comment(self, issue: int, body: str, user_: dict[str, Any] | None = None) -> dict[str, Any]:
         """A comment by ``user_`` (login and type given; the rest of the account is filled in)."""
@@ -305,7 +305,7 @@ class GitHubState:
             updated_at=now,
         )
         self.comments.setdefault(issue, []).append(comment)
-        return comment
+        return cast("dict[str, Any]", comment)
 
     def add_check_run(self, body: dict[str, Any]) -> dict[str, Any]:
         """The check run ``POST /check-runs`` creates from ``body``."""
@@ -333,7 +333,7 @@ class GitHubState:
             pull_requests=[],
         )
         self.check_runs.append(check)
-        return check
+        return cast("dict[str, Any]", check)
 
     def label(self, issue: int, label: str, actor: str, *, removed: bool = False) -> dict[str, Any]:
         """A ``labeled`` (or ``unlabeled``) event by ``actor`` on the issue's event list."""
@@ -353,7 +353,7 @@ class GitHubState:
             label={"name": label, "color": "0e8a16"},
         )
         self.issue_events.setdefault(issue, []).append(event)
-        return event
+        return cast("dict[str, Any]", event)
 
     def fail(
         self,
@@ -405,7 +405,7 @@ class GitHubState:
             {"sha": parent, "url": f"https://api.github.example/repos/{self.full_name}/commits/{parent}"}
             for parent in self.commits.get(sha, {}).get("parents", [])
         ]
-        return commit
+        return cast("dict[str, Any]", commit)
 
     def resolve(self, ref: str) -> str | None:
         if ref in self.commits:

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Step:
     usage: tuple[int, int] | None = (100, 20)  # (input, output) tokens reported; None: no usage block
 
 
-def reply(text: str | dict, usage: tuple[int, int] | None = (100, 20)) -> Step:
+def reply(text: str | dict[str, Any], usage: tuple[int, int] | None = (100, 20)) -> Step:
     return Step(text=text if isinstance(text, str) else json.dumps(text), usage=usage)
 
 
@@ -45,7 +45,7 @@ def status(code: int, retry_after: float | None = None) -> Step:
     return Step(status=code, headers=headers)
 
 
-def slow(seconds: float, text: str | dict) -> Step:
+def slow(seconds: float, text: str | dict[str, Any]) -> Step:
     return Step(text=text if isinstance(text, str) else json.dumps(text), delay_s=seconds)
 
 
@@ -56,7 +56,7 @@ def user_prompt(body: dict[str, Any]) -> str:
     """The first user message of a logged request (the rendered task prompt)."""
     for message in body.get("messages", []):
         if message.get("role") == "user":
-            return message["content"]
+            return cast("str", message["content"])
     return ""
 
 

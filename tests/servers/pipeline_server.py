@@ -31,7 +31,6 @@ import contextlib
 import json
 import socket
 import ssl
-import sys
 import threading
 import time
 from collections import Counter
@@ -167,6 +166,7 @@ class PipelineServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an IP address: the server listens on 127.0.0.1
         return f"{self.scheme}://{host}:{port}"
 
     def connections(self) -> int:
@@ -209,10 +209,10 @@ def main() -> None:
             threading.Event().wait()
 
 
-class _Discard(list):  # type: ignore[type-arg]
-    def append(self, item: object) -> None:
+class _Discard(list[tuple[str, str, float]]):
+    def append(self, item: tuple[str, str, float]) -> None:
         pass
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
