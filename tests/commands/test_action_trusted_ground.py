@@ -10,8 +10,10 @@ and a red check is a red step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import test_cli_action as base
@@ -28,7 +30,7 @@ state = base.state
 server = base.server
 
 
-def _edit_config(workspace: Path, edit) -> None:
+def _edit_config(workspace: Path, edit: Callable[[dict[str, Any]], object]) -> None:
     path = workspace / "ragproof.yaml"
     data = yaml.safe_load(path.read_text())
     edit(data)
@@ -76,7 +78,7 @@ WORSE = 14
 
 
 def test_a_fork_point_before_the_first_baseline_still_has_one(
-    tmp_path: Path, runs: dict[str, bytes], monkeypatch
+    tmp_path: Path, runs: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Main: c0 <- c1 (the first baseline). A PR branched from c0 is compared with c1's run: its
     check fails for a clear drop, never neutral, and the summary says which baseline it was."""
@@ -94,7 +96,7 @@ def test_a_fork_point_before_the_first_baseline_still_has_one(
 
 
 def test_many_baselines_after_the_fork_point_do_not_exhaust_the_search(
-    tmp_path: Path, runs: dict[str, bytes], monkeypatch
+    tmp_path: Path, runs: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Main: c1 (baseline) <- f0 (no run) <- 35 commits with a baseline run each. A PR branched
     from f0 gets the baseline at c1, one commit behind its merge base: the 35 newer runs do not
