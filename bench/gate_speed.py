@@ -117,6 +117,7 @@ def build_artifact_runs(root: Path, cases: int, seed: int = 0) -> None:
     from gate.metrics.aggregate import summarize
     from gate.metrics.base import ScoringContext
     from gate.model.artifact import DatasetInfo, Row, RunMeta, ToolInfo
+    from gate.model.config import ScoringSettings
     from gate.model.dataset import Case, dataset_sha256
     from gate.model.records import Answer, CaseOutput, Chunk
     from gate.run.artifact_io import write_artifact
@@ -124,7 +125,7 @@ def build_artifact_runs(root: Path, cases: int, seed: int = 0) -> None:
 
     registry()
     rng = random.Random(seed)
-    ctx = ScoringContext(k=5)
+    ctx = ScoringContext(settings=ScoringSettings(k=5))
     dataset: list[Case] = []
     for i in range(cases):
         doc = f"doc-{i % 2000:04d}"

@@ -63,16 +63,8 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     )
     if session is None:
         raise UsageError("rescore needs a judge: set judge.model in ragproof.yaml or RAGPROOF_JUDGE_MODEL")
-    extras = {"composite_weights": dict(config.composite.weights)} if config.composite else {}
-    ctx = ScoringContext(
-        k=meta.k,
-        source_match=meta.source_match,  # type: ignore[arg-type]
-        document_id_key=meta.document_id_key,
-        ndcg_gain=meta.ndcg_gain,  # type: ignore[arg-type]
-        numeric_tolerance=config.run.numeric_tolerance,
-        judge=session,
-        extras=extras,
-    )
+    # config.run's recorded settings equal the run's (checked above): it is the run's scoring.
+    ctx = ScoringContext(settings=config.run, judge=session, composite_weights=config.composite_weights())
     try:
         rescored = rescore_rows(artifact, dataset, ctx, config.judge.concurrency)
         info, cost = session.info(), session.cost()

@@ -151,7 +151,7 @@ def answer_token_f1(case: Case, output: CaseOutput, ctx: ScoringContext) -> Metr
 @metric("answer.numeric_match", kind="deterministic", needs=_NEEDS)
 def answer_numeric_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Fraction of the expected answer's numbers found in the answer within the relative tolerance."""
-    value = numeric_score(output.answer_text, case.expected_answer or "", ctx.numeric_tolerance)
+    value = numeric_score(output.answer_text, case.expected_answer or "", ctx.settings.numeric_tolerance)
     if value is None:
         return MetricResult.skipped(REASON_NO_EXPECTED_NUMBER)
     return MetricResult.scored(value)

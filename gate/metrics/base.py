@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from gate.model.config import ScoringSettings
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, MetricResult
 
@@ -44,16 +45,15 @@ REASON_NO_JUDGE = "no judge configured (set RAGPROOF_JUDGE_MODEL)"
 class ScoringContext:
     """Run-wide scoring settings handed to every metric."""
 
-    k: int = 5
-    source_match: Literal["chunk", "document", "substring"] = "chunk"
-    # metadata key holding a chunk's document id (source_match: document)
-    document_id_key: str = "document_id"
-    ndcg_gain: Literal["linear", "exp2"] = "linear"
-    numeric_tolerance: float = 0.01
+    # k, source matching, nDCG gain, numeric tolerance: the run section of ragproof.yaml
+    settings: ScoringSettings = field(default_factory=ScoringSettings)
     # The run's judge session when a judge is configured, else None (judge metrics skip).
     judge: JudgeSession | None = None
-    # Free-form extras for metrics that need run-level settings (e.g. composite weights).
-    extras: dict[str, Any] = field(default_factory=dict)
+    # composite.weights of ragproof.yaml (component metric -> weight); empty: no composite
+    composite_weights: dict[str, float] = field(default_factory=dict)
+    # The case's results of the metrics scored before this one (registry order), which the
+    # composites read instead of scoring their components again.
+    results: dict[str, MetricResult] = field(default_factory=dict)
 
     def judge_session(self) -> JudgeSession:
         """The judge, for metrics that declare ``needs=("judge",)`` (skipped before compute without one)."""

@@ -14,12 +14,12 @@ renormalised, never scored as 0; with no defined component the case is skipped. 
 lower-is-better component (e.g. robustness.overrefusal) enters as 1 - v.
 
 Mechanism: metric functions see only (case, output, ctx). A component already computed for
-this case is taken from ``ctx.extras["results"]`` (``dict[str, MetricResult]``), which
+this case is taken from ``ctx.results``, which
 ``gate.run.scoring.score_case`` fills in registry order and ``gate.run.rescore`` provides; this
 module is last in ``METRIC_MODULES`` so every selected component comes before it. A component
 the run did not select is computed here through the registry (the fallback). That costs no
 extra judge call: the judge session answers a repeated (prompt, input) from memory, failures
-included. The weights come from ``ctx.extras["composite_weights"]`` (``composite.weights`` of
+included. The weights come from ``ctx.composite_weights`` (``composite.weights`` of
 ragproof.yaml).
 """
 
@@ -84,15 +84,15 @@ def weights_problem(weights: Mapping[str, float]) -> str | None:
 def component_results(
     case: Case, output: CaseOutput, ctx: ScoringContext, weights: Mapping[str, float]
 ) -> dict[str, MetricResult]:
-    """Each component's result for the case: from ``ctx.extras["results"]``, else computed now."""
-    known = ctx.extras.get("results") or {}
+    """Each component's result for the case: from ``ctx.results``, else computed now."""
+    known = ctx.results
     return {
         name: known[name] if name in known else REGISTRY[name].score(case, output, ctx) for name in weights
     }
 
 
 def _composite(case: Case, output: CaseOutput, ctx: ScoringContext, pick: int) -> MetricResult:
-    weights = ctx.extras.get("composite_weights") or {}
+    weights = ctx.composite_weights
     if not weights:
         return MetricResult.skipped(REASON_NO_WEIGHTS)
     problem = weights_problem(weights)

@@ -181,5 +181,5 @@ def failure_category(case: Case, output: CaseOutput, ctx: ScoringContext) -> Met
         return MetricResult.skipped(REASON_EMPTY_EXPECTED)
     chunks = output.context_chunks() or []
     return MetricResult.category(
-        classify_failure(output.answer_text, expected, chunks, ctx.numeric_tolerance)
+        classify_failure(output.answer_text, expected, chunks, ctx.settings.numeric_tolerance)
     )

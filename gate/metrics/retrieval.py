@@ -34,13 +34,11 @@ import math
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 from gate.metrics.base import Need, ScoringContext, metric
+from gate.model.config import Gain, SourceMatch
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput, Chunk, MetricResult
-
-Gain = Literal["linear", "exp2"]
 
 # 1 / log2(rank + 1) for 1-based ranks, indexed by 0-based rank (read-only: safe across threads)
 _DISCOUNTS: tuple[float, ...] = tuple(1.0 / math.log2(i + 2) for i in range(1024))
@@ -202,8 +200,6 @@ def retrieval_scores(
 
 # --------------------------------------------------------------------------- source matching
 
-SourceMatch = Literal["chunk", "document", "substring"]
-
 
 @dataclass(frozen=True)
 class _Unmatched:
@@ -293,9 +289,10 @@ _NEEDS: tuple[Need, ...] = ("retrieve", "expected_source_ids")
 
 
 def _scores(case: Case, output: CaseOutput, ctx: ScoringContext) -> RetrievalScores:
-    matched = matched_ranking(case, output.retrieved or [], ctx.source_match, ctx.document_id_key)
+    settings = ctx.settings
+    matched = matched_ranking(case, output.retrieved or [], settings.source_match, settings.document_id_key)
     return retrieval_scores(
-        matched.ranked, matched.relevant, ctx.k, grades=matched.grades, gain=ctx.ndcg_gain
+        matched.ranked, matched.relevant, settings.k, grades=matched.grades, gain=settings.ndcg_gain
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gate.core.strict import StrictModel
+from gate.model.config import Gain, SourceMatch
 from gate.model.dataset import MAX_CASES, Case
 from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
 
@@ -82,10 +83,11 @@ class RunMeta(StrictModel):
     git: GitInfo = Field(default_factory=GitInfo)
     dataset: DatasetInfo
     config_hash: str
+    # the scoring settings that change a value (ScoringSettings; numeric_tolerance is in config)
     k: int
-    source_match: str
+    source_match: SourceMatch
     document_id_key: str = "document_id"
-    ndcg_gain: str = "linear"
+    ndcg_gain: Gain = "linear"
     metrics: list[str] = Field(default_factory=list)
     # slice dimensions of summary.json (gate.slices), so a merge can rebuild the summary
     slices: list[str] = Field(default_factory=lambda: ["kind", "tags"])

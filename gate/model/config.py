@@ -79,17 +79,32 @@ class AdapterConfig(StrictModel):
         return self
 
 
-class RunConfig(StrictModel):
+# How a retrieved chunk is matched against expected_source_ids.
+SourceMatch = Literal["chunk", "document", "substring"]
+# Graded nDCG gain of a relevance grade g: linear (g, as trec_eval) or exp2 (2^g - 1).
+Gain = Literal["linear", "exp2"]
+
+
+class ScoringSettings(StrictModel):
+    """The settings that change a metric's value: the ``run`` keys every metric reads.
+
+    ``RunConfig`` is one (the ``run`` section adds what does not change a score), the metrics
+    receive one in their context, and run.json records the first four (``numeric_tolerance``
+    is part of the run's recorded configuration)."""
+
     k: int = Field(default=5, ge=1, le=10_000)
-    source_match: Literal["chunk", "document", "substring"] = "chunk"
+    source_match: SourceMatch = "chunk"
     # metadata key of a retrieved chunk that holds its document id (source_match: document),
     # e.g. "source" (LangChain loaders) or "source_id" (Haystack splitters)
     document_id_key: str = Field(default="document_id", min_length=1)
+    # graded nDCG gain: linear (g, as trec_eval) or exp2 (2^g - 1)
+    ndcg_gain: Gain = "linear"
+    numeric_tolerance: float = Field(default=0.01, ge=0)
+
+
+class RunConfig(ScoringSettings):
     # "all" or a list of metric names (see `ragproof report --list-metrics` / docs/metrics.md)
     metrics: Literal["all"] | list[str] = "all"
-    # graded nDCG gain: linear (g, as trec_eval) or exp2 (2^g - 1)
-    ndcg_gain: Literal["linear", "exp2"] = "linear"
-    numeric_tolerance: float = Field(default=0.01, ge=0)
     # a run whose adapter-failure rate (failed cases / cases) exceeds this exits 4 and is never
     # used as a baseline
     max_failure_rate: float = Field(default=0.5, ge=0, le=1)
@@ -248,6 +263,10 @@ class Config(StrictModel):
 
     # Where the file was loaded from; relative paths in the config resolve against it.
     base_dir: Path = Field(default=Path("."), exclude=True)
+
+    def composite_weights(self) -> dict[str, float]:
+        """``composite.weights`` (component metric -> weight); empty without a composite section."""
+        return dict(self.composite.weights) if self.composite is not None else {}
 
     def resolve(self, relative: str) -> Path:
         """A path from the config, resolved against the config file's directory."""

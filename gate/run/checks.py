@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 
 from gate.core.errors import clipped
 from gate.metrics.base import REASON_NO_EXPECTED_ANSWER, MetricSpec
-from gate.metrics.retrieval import SourceMatch, matched_ranking
+from gate.metrics.retrieval import matched_ranking
 from gate.model.artifact import Row
+from gate.model.config import SourceMatch
 from gate.model.dataset import Case
 
 

@@ -76,7 +76,7 @@ def rescore_rows(
         if stop.is_set():
             return None
         results = dict(row.metrics)
-        case_ctx = dataclasses.replace(ctx, extras={**ctx.extras, "results": results})
+        case_ctx = dataclasses.replace(ctx, results=results)
         output = _output(row)
         try:
             for name in names:

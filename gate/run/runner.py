@@ -440,18 +440,7 @@ def _run_pending(
 
     Re-raises a failure of the loop itself (a bug, a broken store) after committing what finished.
     """
-    extras: dict[str, Any] = {}
-    if config.composite is not None:
-        extras["composite_weights"] = dict(config.composite.weights)
-    ctx = ScoringContext(
-        k=config.run.k,
-        source_match=config.run.source_match,
-        document_id_key=config.run.document_id_key,
-        ndcg_gain=config.run.ndcg_gain,
-        numeric_tolerance=config.run.numeric_tolerance,
-        judge=judge,
-        extras=extras,
-    )
+    ctx = ScoringContext(settings=config.run, judge=judge, composite_weights=config.composite_weights())
     adapter = build_adapter(config, env, log_dir)
     pending = [(position, case) for position, case in plan.cases if case.id not in rows_by_id]
     bar = (

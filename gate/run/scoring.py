@@ -51,12 +51,12 @@ def score_case(
     Preconditions (case kind, retrieve(), answer, expected fields, context, judge) are checked by
     each metric's spec, so a metric that cannot run reports why instead of a number.
 
-    Later metrics see the case's earlier results in ``ctx.extras["results"]`` (the dict being
+    Later metrics see the case's earlier results in ``ctx.results`` (the dict being
     filled, in registry order), so a composite reads its components instead of recomputing
     them. The caller's ``ctx`` is left untouched: the results live in a per-case copy.
     """
     results: dict[str, MetricResult] = {}
-    case_ctx = dataclasses.replace(ctx, extras={**ctx.extras, "results": results})
+    case_ctx = dataclasses.replace(ctx, results=results)
     for spec in _selected_specs(tuple(metric_names)):
         results[spec.name] = spec.score(case, output, case_ctx)
     return results

@@ -29,7 +29,7 @@ from gate.adapters.python import load_pipeline
 from gate.metrics import registry
 from gate.metrics.base import ScoringContext
 from gate.metrics.robustness import detect_refusal
-from gate.model.config import load_config
+from gate.model.config import ScoringSettings, load_config
 from gate.model.dataset import Case, Dataset, load_dataset
 from gate.model.records import CaseOutput
 from gate.stats import paired_bootstrap
@@ -72,7 +72,7 @@ def run_variant(pipe: Any, cases: Iterable[Case], k: int = 5) -> tuple[Scores, d
     specs = registry()
     names = [*RETRIEVAL, *ANSWER, "answer.numeric_match", "generation.citation_validity"]
     names += ["robustness.injection_resistance", "robustness.abstention", "robustness.overrefusal"]
-    ctx = ScoringContext(k=k, source_match="document")
+    ctx = ScoringContext(settings=ScoringSettings(k=k, source_match="document"))
     scores: Scores = {}
     answers: dict[str, dict[str, Any]] = {}
     for case in cases:

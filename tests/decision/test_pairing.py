@@ -12,7 +12,7 @@ from gate.decision.compare import compare_runs
 from gate.decision.pairing import pair_runs
 from gate.metrics.base import ScoringContext
 from gate.model.artifact import Row, RunArtifact
-from gate.model.config import GateConfig
+from gate.model.config import GateConfig, ScoringSettings
 from gate.model.dataset import Case, CaseKind
 from gate.model.records import Answer, CaseOutput, Chunk
 from gate.report.cases import PairedCases, explorer_cases
@@ -92,9 +92,11 @@ def _retrieval_rows(
 ) -> RunArtifact:
     case = Case(id="c1", question="Where is the refund policy?", expected_source_ids=expected)
     ctx = ScoringContext(
-        k=5,
-        source_match=run_meta_kw["source_match"],
-        document_id_key=run_meta_kw.get("document_id_key", "document_id"),
+        settings=ScoringSettings(
+            k=5,
+            source_match=run_meta_kw["source_match"],
+            document_id_key=run_meta_kw.get("document_id_key", "document_id"),
+        )
     )
     output = CaseOutput(retrieved=chunks, supports_retrieve=True)
     row = _row(case, output, ("retrieval.hit_rate_at_k",), ctx)

@@ -257,7 +257,7 @@ def test_all_judge_metrics_on_one_case_make_seven_calls(
 
 
 def test_composite_reuses_judge_verdicts_and_failures(judge_server: JudgeServer, ctx: ScoringContext) -> None:
-    ctx.extras["composite_weights"] = {"generation.groundedness": 1.0, "generation.answer_relevance": 1.0}
+    ctx.composite_weights = {"generation.groundedness": 1.0, "generation.answer_relevance": 1.0}
     judge_server.script(reply(claims(True, False)), reply({"verdict": "partial"}))
     case, output = make_case(), answered()
     grounded = score("generation.groundedness", case, output, ctx)
@@ -269,7 +269,7 @@ def test_composite_reuses_judge_verdicts_and_failures(judge_server: JudgeServer,
     other = make_case(id="c2", question="Another question?")
     assert score("generation.groundedness", other, output, ctx).status == "judge_error"
     assert judge_server.count == 4
-    ctx.extras["composite_weights"] = {"generation.groundedness": 1.0}
+    ctx.composite_weights = {"generation.groundedness": 1.0}
     result = score("composite.trust", other, output, ctx)
     assert (result.status, result.reason) == ("skipped", "no component metric is defined for this case")
     assert judge_server.count == 4  # a failed verdict is not asked again in the same session

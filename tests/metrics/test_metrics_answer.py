@@ -17,6 +17,7 @@ from gate.metrics.answer import (
     token_f1,
 )
 from gate.metrics.base import REASON_NO_ANSWER, REASON_NO_EXPECTED_ANSWER, ScoringContext
+from gate.model.config import ScoringSettings
 
 
 def test_squad_normalisation_lower_punctuation_articles_whitespace() -> None:
@@ -111,7 +112,15 @@ def test_numeric_match_uses_configured_tolerance() -> None:
     case = make_case(expected_answer="100")
     out = make_output(answer="about 104")
     assert score("answer.numeric_match", case, out).value == 0.0
-    assert score("answer.numeric_match", case, out, ScoringContext(numeric_tolerance=0.05)).value == 1.0
+    assert (
+        score(
+            "answer.numeric_match",
+            case,
+            out,
+            ScoringContext(settings=ScoringSettings(numeric_tolerance=0.05)),
+        ).value
+        == 1.0
+    )
 
 
 def test_numeric_match_expected_without_numbers_skips_not_vacuous_1() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,12 +61,7 @@ def test_geometric_never_exceeds_arithmetic(parts: list[tuple[float, float, bool
 
 
 def _ctx(results: dict[str, MetricResult] | None, weights: dict[str, float] | None) -> ScoringContext:
-    extras: dict[str, Any] = {}
-    if weights is not None:
-        extras["composite_weights"] = weights
-    if results is not None:
-        extras["results"] = results
-    return ScoringContext(extras=extras)
+    return ScoringContext(composite_weights=weights or {}, results=results or {})
 
 
 def test_metric_reads_earlier_results_and_flips_lower_is_better() -> None:

@@ -14,7 +14,6 @@ from metric_helpers import chunk, defined, make_case, make_output, score
 from gate.metrics.base import REASON_NO_EXPECTED_IDS, REASON_NO_RETRIEVE, ScoringContext
 from gate.metrics.retrieval import (
     REASON_NO_POSITIVE_GRADE,
-    Gain,
     dedup,
     hit_rate_at_k,
     matched_ranking,
@@ -24,6 +23,7 @@ from gate.metrics.retrieval import (
     reciprocal_rank,
     retrieval_scores,
 )
+from gate.model.config import Gain, ScoringSettings
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput
 
@@ -75,7 +75,7 @@ def test_worked_example_of_001_what_ifs_d2_first_0_791_d5_third_0_676() -> None:
 def test_worked_example_through_registered_metrics_with_exp2_config() -> None:
     case = make_case(expected_source_ids=["d2", "d4", "d5"], relevance={"d2": 3, "d4": 1, "d5": 2})
     out = make_output(["d7", "d2", "d9", "d4", "d1"])
-    got = scores_of(case, out, ScoringContext(k=5, ndcg_gain="exp2"))
+    got = scores_of(case, out, ScoringContext(settings=ScoringSettings(k=5, ndcg_gain="exp2")))
     assert round(defined(got["recall_at_k"]), 3) == 0.667
     assert got["precision_at_k"] == pytest.approx(0.4)
     assert got["mrr"] == 0.5
@@ -102,7 +102,15 @@ def test_precision_denominator_is_always_k() -> None:
 
 def test_precision_fewer_than_k_results_one_relevant_of_one_returned_scores_1_over_k() -> None:
     case = make_case(expected_source_ids=["a"])
-    assert score("retrieval.precision_at_k", case, make_output(["a"]), ScoringContext(k=5)).value == 0.2
+    assert (
+        score(
+            "retrieval.precision_at_k",
+            case,
+            make_output(["a"]),
+            ScoringContext(settings=ScoringSettings(k=5)),
+        ).value
+        == 0.2
+    )
 
 
 def test_precision_empty_retrieval_scores_0() -> None:
@@ -122,7 +130,9 @@ def test_recall_is_hits_over_expected_count() -> None:
 def test_recall_relevant_item_ranked_below_k_does_not_count() -> None:
     case = make_case(expected_source_ids=["a", "b"])
     out = make_output(["x1", "x2", "a", "x3", "b"])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(k=3)).value == 0.5
+    assert (
+        score("retrieval.recall_at_k", case, out, ScoringContext(settings=ScoringSettings(k=3))).value == 0.5
+    )
 
 
 def test_recall_empty_retrieval_scores_0() -> None:
@@ -141,7 +151,7 @@ def test_recall_duplicate_expected_ids_count_once() -> None:
 def test_mrr_looks_at_full_list_not_just_top_k() -> None:
     case = make_case(expected_source_ids=["a"])
     out = make_output([f"x{i}" for i in range(7)] + ["a"])
-    result = score("retrieval.mrr", case, out, ScoringContext(k=5))
+    result = score("retrieval.mrr", case, out, ScoringContext(settings=ScoringSettings(k=5)))
     assert result.value == 0.125
 
 
@@ -161,7 +171,12 @@ def test_mrr_duplicated_irrelevant_chunk_before_first_hit_does_not_push_it_down(
 
 def test_ndcg_binary_formula() -> None:
     case = make_case(expected_source_ids=["a", "b", "c"])
-    value = score("retrieval.ndcg_at_k", case, make_output(["x", "a", "y", "b"]), ScoringContext(k=5)).value
+    value = score(
+        "retrieval.ndcg_at_k",
+        case,
+        make_output(["x", "a", "y", "b"]),
+        ScoringContext(settings=ScoringSettings(k=5)),
+    ).value
     expected = (1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3) + 1 / math.log2(4))
     assert value == pytest.approx(expected, abs=1e-12)
 
@@ -169,18 +184,27 @@ def test_ndcg_binary_formula() -> None:
 def test_ndcg_idcg_uses_min_of_k_and_relevant_count() -> None:
     case = make_case(expected_source_ids=[f"r{i}" for i in range(10)])
     out = make_output(["r0", "r1", "r2"])
-    assert score("retrieval.ndcg_at_k", case, out, ScoringContext(k=3)).value == pytest.approx(1.0, abs=1e-12)
+    assert score(
+        "retrieval.ndcg_at_k", case, out, ScoringContext(settings=ScoringSettings(k=3))
+    ).value == pytest.approx(1.0, abs=1e-12)
 
 
 def test_ndcg_fewer_than_k_results_ideal_still_counts_all_relevant() -> None:
     case = make_case(expected_source_ids=["a", "b"])
-    value = score("retrieval.ndcg_at_k", case, make_output(["a"]), ScoringContext(k=5)).value
+    value = score(
+        "retrieval.ndcg_at_k", case, make_output(["a"]), ScoringContext(settings=ScoringSettings(k=5))
+    ).value
     assert value == pytest.approx(1 / (1 + 1 / math.log2(3)), abs=1e-12)
 
 
 def test_recall_fewer_than_k_results() -> None:
     case = make_case(expected_source_ids=["a", "b"])
-    assert score("retrieval.recall_at_k", case, make_output(["a"]), ScoringContext(k=5)).value == 0.5
+    assert (
+        score(
+            "retrieval.recall_at_k", case, make_output(["a"]), ScoringContext(settings=ScoringSettings(k=5))
+        ).value
+        == 0.5
+    )
 
 
 def test_deep_ranks_beyond_the_discount_table() -> None:
@@ -198,15 +222,22 @@ def test_ndcg_empty_retrieval_scores_0() -> None:
 def test_ndcg_binary_case_is_the_same_for_both_gains() -> None:
     case = make_case(expected_source_ids=["a", "b"])
     out = make_output(["x", "b", "a"])
-    linear = score("retrieval.ndcg_at_k", case, out, ScoringContext(ndcg_gain="linear")).value
-    exp2 = score("retrieval.ndcg_at_k", case, out, ScoringContext(ndcg_gain="exp2")).value
+    linear = score(
+        "retrieval.ndcg_at_k", case, out, ScoringContext(settings=ScoringSettings(ndcg_gain="linear"))
+    ).value
+    exp2 = score(
+        "retrieval.ndcg_at_k", case, out, ScoringContext(settings=ScoringSettings(ndcg_gain="exp2"))
+    ).value
     assert linear == exp2 == pytest.approx((1 / math.log2(3) + 0.5) / (1 + 1 / math.log2(3)), abs=1e-12)
 
 
 def test_ndcg_graded_expected_id_not_in_relevance_has_grade_1() -> None:
     case = make_case(expected_source_ids=["a", "b"], relevance={"a": 3})
     value = score(
-        "retrieval.ndcg_at_k", case, make_output(["b"]), ScoringContext(k=5, ndcg_gain="linear")
+        "retrieval.ndcg_at_k",
+        case,
+        make_output(["b"]),
+        ScoringContext(settings=ScoringSettings(k=5, ndcg_gain="linear")),
     ).value
     assert value == pytest.approx(1 / (3 + 1 / math.log2(3)), abs=1e-12)
 
@@ -224,9 +255,23 @@ def test_ndcg_graded_all_grades_zero_skips_with_reason() -> None:
 
 def test_hit_rate_is_1_when_any_expected_id_in_top_k() -> None:
     case = make_case(expected_source_ids=["a", "b"])
-    assert score("retrieval.hit_rate_at_k", case, make_output(["x", "b"]), ScoringContext(k=2)).value == 1.0
     assert (
-        score("retrieval.hit_rate_at_k", case, make_output(["x", "y", "b"]), ScoringContext(k=2)).value == 0.0
+        score(
+            "retrieval.hit_rate_at_k",
+            case,
+            make_output(["x", "b"]),
+            ScoringContext(settings=ScoringSettings(k=2)),
+        ).value
+        == 1.0
+    )
+    assert (
+        score(
+            "retrieval.hit_rate_at_k",
+            case,
+            make_output(["x", "y", "b"]),
+            ScoringContext(settings=ScoringSettings(k=2)),
+        ).value
+        == 0.0
     )
 
 
@@ -244,7 +289,7 @@ def test_duplicated_irrelevant_chunk_before_the_first_hit_every_metric_exact() -
     # raw ["x", "x", "x", "a", "y"] deduplicates to ["x", "a", "y"]: the hit is at rank 2
     case = make_case(expected_source_ids=["a", "b"])
     out = make_output(["x", "x", "x", "a", "y"])
-    got = scores_of(case, out, ScoringContext(k=2))
+    got = scores_of(case, out, ScoringContext(settings=ScoringSettings(k=2)))
     assert got == {
         "precision_at_k": 0.5,
         "recall_at_k": 0.5,
@@ -260,7 +305,7 @@ def test_document_fallback_to_id_every_metric_exact() -> None:
     out = make_output(
         [chunk("c0"), chunk("c1", document_id="doc1"), chunk("c2", document_id="doc1"), chunk("c9")]
     )
-    got = scores_of(case, out, ScoringContext(k=3, source_match="document"))
+    got = scores_of(case, out, ScoringContext(settings=ScoringSettings(k=3, source_match="document")))
     assert got == {
         "precision_at_k": pytest.approx(2 / 3, abs=1e-15),
         "recall_at_k": 1.0,
@@ -305,25 +350,54 @@ def test_injection_cases_with_expected_ids_are_scored() -> None:
 def test_chunk_matching_uses_chunk_id_and_ignores_document_id() -> None:
     case = make_case(expected_source_ids=["doc1"])
     out = make_output([chunk("c1", document_id="doc1")])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(source_match="chunk")).value == 0.0
+    assert (
+        score(
+            "retrieval.recall_at_k", case, out, ScoringContext(settings=ScoringSettings(source_match="chunk"))
+        ).value
+        == 0.0
+    )
 
 
 def test_document_matching_maps_chunks_to_document_id() -> None:
     case = make_case(expected_source_ids=["doc1", "doc2"])
     out = make_output([chunk("c1", document_id="doc1"), chunk("c2", document_id="doc2")])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(source_match="document")).value == 1.0
+    assert (
+        score(
+            "retrieval.recall_at_k",
+            case,
+            out,
+            ScoringContext(settings=ScoringSettings(source_match="document")),
+        ).value
+        == 1.0
+    )
 
 
 def test_document_matching_falls_back_to_chunk_id_without_document_id() -> None:
     case = make_case(expected_source_ids=["doc1", "c9"])
     out = make_output([chunk("c1", document_id="doc1"), chunk("c9")])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(source_match="document")).value == 1.0
+    assert (
+        score(
+            "retrieval.recall_at_k",
+            case,
+            out,
+            ScoringContext(settings=ScoringSettings(source_match="document")),
+        ).value
+        == 1.0
+    )
 
 
 def test_document_matching_empty_document_id_falls_back_to_chunk_id() -> None:
     case = make_case(expected_source_ids=["c1"])
     out = make_output([chunk("c1", document_id="")])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(source_match="document")).value == 1.0
+    assert (
+        score(
+            "retrieval.recall_at_k",
+            case,
+            out,
+            ScoringContext(settings=ScoringSettings(source_match="document")),
+        ).value
+        == 1.0
+    )
 
 
 def test_document_matching_dedups_chunks_of_one_document_keeping_first_rank() -> None:
@@ -331,7 +405,7 @@ def test_document_matching_dedups_chunks_of_one_document_keeping_first_rank() ->
     out = make_output(
         [chunk("c1", document_id="doc1"), chunk("c2", document_id="doc1"), chunk("c3", document_id="doc2")]
     )
-    ctx = ScoringContext(k=2, source_match="document")
+    ctx = ScoringContext(settings=ScoringSettings(k=2, source_match="document"))
     # deduplicated ranking: doc1, doc2 -> both in the top 2
     assert score("retrieval.recall_at_k", case, out, ctx).value == 1.0
     assert score("retrieval.precision_at_k", case, out, ctx).value == 1.0
@@ -340,27 +414,43 @@ def test_document_matching_dedups_chunks_of_one_document_keeping_first_rank() ->
 def test_dedup_keeps_first_rank_duplicated_irrelevant_does_not_take_top_k_slots() -> None:
     case = make_case(expected_source_ids=["a"])
     out = make_output(["x", "x", "x", "a"])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(k=2)).value == 1.0
-    assert score("retrieval.precision_at_k", case, out, ScoringContext(k=2)).value == 0.5
+    assert (
+        score("retrieval.recall_at_k", case, out, ScoringContext(settings=ScoringSettings(k=2))).value == 1.0
+    )
+    assert (
+        score("retrieval.precision_at_k", case, out, ScoringContext(settings=ScoringSettings(k=2))).value
+        == 0.5
+    )
 
 
 def test_dedup_relevant_duplicate_counts_once_for_precision() -> None:
     case = make_case(expected_source_ids=["a"])
     assert score(
-        "retrieval.precision_at_k", case, make_output(["a", "a", "a"]), ScoringContext(k=3)
+        "retrieval.precision_at_k",
+        case,
+        make_output(["a", "a", "a"]),
+        ScoringContext(settings=ScoringSettings(k=3)),
     ).value == (pytest.approx(1 / 3))
 
 
 def test_substring_matching_is_case_insensitive() -> None:
     case = make_case(expected_source_ids=["Refund Window"])
     out = make_output([chunk("c1", "the REFUND window is 30 days")])
-    assert score("retrieval.recall_at_k", case, out, ScoringContext(source_match="substring")).value == 1.0
+    assert (
+        score(
+            "retrieval.recall_at_k",
+            case,
+            out,
+            ScoringContext(settings=ScoringSettings(source_match="substring")),
+        ).value
+        == 1.0
+    )
 
 
 def test_substring_two_chunks_with_same_string_dedup_to_first() -> None:
     case = make_case(expected_source_ids=["30 days"])
     out = make_output([chunk("c1", "x"), chunk("c2", "within 30 days"), chunk("c3", "30 days, again")])
-    ctx = ScoringContext(k=3, source_match="substring")
+    ctx = ScoringContext(settings=ScoringSettings(k=3, source_match="substring"))
     assert score("retrieval.precision_at_k", case, out, ctx).value == pytest.approx(1 / 3)
     assert score("retrieval.mrr", case, out, ctx).value == 0.5
 
@@ -368,7 +458,7 @@ def test_substring_two_chunks_with_same_string_dedup_to_first() -> None:
 def test_substring_chunk_with_two_strings_claims_only_the_first_unclaimed() -> None:
     case = make_case(expected_source_ids=["alpha", "beta"])
     one_chunk = make_output([chunk("c1", "alpha and beta")])
-    ctx = ScoringContext(k=5, source_match="substring")
+    ctx = ScoringContext(settings=ScoringSettings(k=5, source_match="substring"))
     assert score("retrieval.recall_at_k", case, one_chunk, ctx).value == 0.5
     two_chunks = make_output([chunk("c1", "alpha"), chunk("c2", "alpha and beta")])
     assert score("retrieval.recall_at_k", case, two_chunks, ctx).value == 1.0
@@ -385,7 +475,9 @@ def test_substring_unmatched_chunks_are_distinct_even_if_id_equals_expected_stri
 def test_substring_graded_relevance_keys_are_case_insensitive() -> None:
     case = make_case(expected_source_ids=["Alpha", "beta"], relevance={"ALPHA": 3})
     out = make_output([chunk("c1", "beta"), chunk("c2", "alpha")])
-    value = score("retrieval.ndcg_at_k", case, out, ScoringContext(source_match="substring")).value
+    value = score(
+        "retrieval.ndcg_at_k", case, out, ScoringContext(settings=ScoringSettings(source_match="substring"))
+    ).value
     assert value == pytest.approx((1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3)), abs=1e-12)
 
 
@@ -460,7 +552,7 @@ def test_property_permuting_expected_set_changes_nothing(
     case_a = make_case(expected_source_ids=relevant)
     case_b = make_case(expected_source_ids=shuffled)
     out = make_output(ranked)
-    ctx = ScoringContext(k=k)
+    ctx = ScoringContext(settings=ScoringSettings(k=k))
     assert scores_of(case_a, out, ctx) == scores_of(case_b, out, ctx)
 
 

@@ -99,14 +99,14 @@ def test_later_metrics_see_the_case_results_so_far_and_the_callers_ctx_is_untouc
     case = make_case(expected_answer="thirty days")
     out = make_output(None, answer="within thirty days")
     weights = {"answer.token_f1": 1.0, "answer.exact_match": 1.0}
-    ctx = ScoringContext(extras={"composite_weights": weights})
+    ctx = ScoringContext(composite_weights=weights)
     results = score_case(
         case, out, ctx, ["composite.trust_arithmetic", "answer.token_f1", "answer.exact_match"]
     )
     assert list(results) == ["answer.exact_match", "answer.token_f1", "composite.trust_arithmetic"]
     # token F1 = 0.8 (precision 2/3, recall 1), exact match 0: the composite is their mean
     assert results["composite.trust_arithmetic"].value == pytest.approx(0.4, abs=1e-12)
-    assert ctx.extras == {"composite_weights": weights}
+    assert ctx.results == {} and ctx.composite_weights == weights
     # a component the run did not select is computed by the composite's fallback
     only_f1 = score_case(case, out, ctx, ["answer.token_f1", "composite.trust_arithmetic"])
     assert list(only_f1) == ["answer.token_f1", "composite.trust_arithmetic"]

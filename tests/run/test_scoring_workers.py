@@ -7,6 +7,7 @@ from typing import cast
 
 from gate.judge.session import JudgeSession
 from gate.metrics.base import ScoringContext
+from gate.model.config import ScoringSettings
 from gate.model.dataset import Case
 from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
 from gate.run.scoring import select_metrics
@@ -44,7 +45,7 @@ def _score_all(scorer: InlineScorer) -> list[dict[str, MetricResult]]:
 
 
 def test_thread_scoring_equals_inline_scoring() -> None:
-    ctx = ScoringContext(k=3)
+    ctx = ScoringContext(settings=ScoringSettings(k=3))
     names = select_metrics("all")
     inline = _score_all(InlineScorer(ctx, names))
     assert any(r.status == "scored" for results in inline for r in results.values())
