@@ -17,7 +17,6 @@ from servers.github_server import GitHubServer, GitHubState
 
 from gate import __version__
 from gate.github.client import GitHubClient
-from gate.github.workflow import parse_output_file
 from gate.model.artifact import (
     DatasetInfo,
     GitInfo,
@@ -215,6 +214,33 @@ def run_action(
         summary_path.read_text(),
         workspace,
     )
+
+
+def parse_output_file(text: str) -> dict[str, str]:
+    """Read a ``$GITHUB_OUTPUT`` file back the way the runner does: ``name=value`` lines and
+    ``name<<DELIMITER`` heredocs."""
+    values: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            body: list[str] = []
+            while i < len(lines) and lines[i] != delimiter:
+                body.append(lines[i])
+                i += 1
+            if i >= len(lines):
+                raise ValueError(f"output {name!r}: heredoc delimiter {delimiter!r} never closed")
+            i += 1
+            values[name] = "\n".join(body)
+        else:
+            name, _, value = line.partition("=")
+            values[name] = value
+    return values
 
 
 def pull_request_event(

@@ -54,14 +54,6 @@ def find_comment(
     return None
 
 
-def upsert_comment(
-    client: GitHubClient, pr_number: int, check_name: str, body: str, *, author: str = BOT_LOGIN
-) -> CommentResult:
-    """Create or update the sticky comment; ``body`` gets the marker prepended if missing."""
-    existing = find_comment(client, pr_number, check_name, author=author)
-    return write_comment(client, pr_number, check_name, body, existing)
-
-
 def write_comment(
     client: GitHubClient, pr_number: int, check_name: str, body: str, existing: IssueComment | None
 ) -> CommentResult:
