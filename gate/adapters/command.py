@@ -167,9 +167,14 @@ class CommandAdapter(CallAdapter):
         self.supports_answer = "answer" in methods
 
     def kill(self) -> None:
-        """Stop the current process now; requests in flight go to a fresh one, no retry used."""
+        """Stop the current process now; requests in flight go to a fresh one, no retry used.
+
+        Once only: every case in flight that times out (or is interrupted) asks, and a second
+        ``Process.kill`` polls the process, which reaps it when it has died meanwhile, before
+        asyncio's watcher does (asyncio then logs an unknown child and reports exit code 255).
+        """
         current = self._current
-        if current is not None and current.gone is None and current.proc.returncode is None:
+        if current is not None and current.gone is None and not current.killed and current.proc.returncode is None:
             current.killed = True
             with contextlib.suppress(ProcessLookupError):
                 current.proc.kill()
