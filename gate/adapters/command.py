@@ -174,7 +174,12 @@ class CommandAdapter(CallAdapter):
         asyncio's watcher does (asyncio then logs an unknown child and reports exit code 255).
         """
         current = self._current
-        if current is not None and current.gone is None and not current.killed and current.proc.returncode is None:
+        if (
+            current is not None
+            and current.gone is None
+            and not current.killed
+            and current.proc.returncode is None
+        ):
             current.killed = True
             with contextlib.suppress(ProcessLookupError):
                 current.proc.kill()

@@ -83,6 +83,8 @@ class AdapterConfig(StrictModel):
 SourceMatch = Literal["chunk", "document", "substring"]
 # Graded nDCG gain of a relevance grade g: linear (g, as trec_eval) or exp2 (2^g - 1).
 Gain = Literal["linear", "exp2"]
+# The judge's API: OpenAI-compatible chat completions or Anthropic messages.
+JudgeProvider = Literal["openai", "anthropic"]
 
 
 class ScoringSettings(StrictModel):
@@ -113,7 +115,7 @@ class RunConfig(ScoringSettings):
 
 
 class JudgeConfig(StrictModel):
-    provider: Literal["openai", "anthropic"] = "openai"
+    provider: JudgeProvider = "openai"
     model: str | None = None  # RAGPROOF_JUDGE_MODEL
     base_url: str | None = None  # RAGPROOF_JUDGE_BASE_URL
     api_key_env: str = "OPENAI_API_KEY"

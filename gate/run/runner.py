@@ -76,7 +76,7 @@ MAX_ERROR_CHARS = 2000
 @dataclass
 class RunOutcome:
     artifact_dir: Path
-    status: str
+    status: RunStatus
     exit_code: int
     meta: RunMeta
     cases: int = 0  # rows written
