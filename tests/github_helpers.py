@@ -151,6 +151,12 @@ def make_workspace(root: Path, *, config: str = CONFIG) -> Path:
     return workspace
 
 
+def _limit_memory(limit: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def run_action(
     root: Path,
     api_url: str,
@@ -164,8 +170,12 @@ def run_action(
     workflow_file: str = "pr-gate.yml",
     extra_env: dict[str, str] | None = None,
     timeout: float = 120,
+    memory_limit: int | None = None,
 ) -> ActionRun:
-    """Run ``ragproof action`` as the runner would: a subprocess with GITHUB_*/INPUT_* set."""
+    """Run ``ragproof action`` as the runner would: a subprocess with GITHUB_*/INPUT_* set.
+
+    ``memory_limit``: the process's address space in bytes (``RLIMIT_AS``), for bounds tests.
+    """
     workspace = root / "workspace"
     home = root / "runner"
     home.mkdir(exist_ok=True)
@@ -205,6 +215,7 @@ def run_action(
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=None if memory_limit is None else lambda: _limit_memory(memory_limit),
     )
     return ActionRun(
         proc.returncode,

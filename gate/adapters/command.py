@@ -109,8 +109,9 @@ class CommandAdapter(CallAdapter):
 
     async def _spawn(self) -> _Process:
         if self._log is None:
-            self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self._log_path, "ab")  # noqa: SIM115 - kept open for the run
+            from gate.boundary.files import open_log
+
+            self._log = open_log(self._log_path)  # kept open for the run
         from gate.boundary.sandbox import active
 
         sandbox = active()

@@ -22,10 +22,14 @@ import yaml
 from pydantic import AfterValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from gate.core.errors import UsageError, location, read_text_file, validated, yaml_problem
+from gate.boundary.files import read_text_file
+from gate.core.errors import UsageError, location, validated, yaml_problem
 from gate.core.strict import StrictModel
 from gate.core.suggest import did_you_mean
 from gate.core.yamllines import YamlLines
+
+# ragproof.yaml is a few kilobytes; a pull request's may be anything: read at most this much.
+MAX_CONFIG_BYTES = 1_000_000
 
 
 class AdapterConfig(StrictModel):
@@ -416,7 +420,7 @@ def load_config(
 ) -> Config:
     """Load and validate ``ragproof.yaml``. Raises UsageError with one clear line."""
     p = Path(path)
-    text = read_text_file(p, "config", UsageError)
+    text = read_text_file(p, "config", UsageError, cap=MAX_CONFIG_BYTES)
     try:
         data, lines = YamlLines.load(text)
     except yaml.YAMLError as exc:
