@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from github_helpers import REPO_ROOT
@@ -92,7 +93,7 @@ def scene() -> Iterator[Scene]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-def _action(scene: Scene, settings: dict) -> subprocess.CompletedProcess[str]:
+def _action(scene: Scene, settings: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     (scene.workspace / "settings.json").write_text(json.dumps(settings))
     event = scene.base / "runner" / "event.json"
     repository = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
@@ -131,7 +132,7 @@ def _action(scene: Scene, settings: dict) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _settings(scene: Scene, watch: Path | None) -> dict:
+def _settings(scene: Scene, watch: Path | None) -> dict[str, Any]:
     return {
         "watch": str(watch) if watch else None,
         "artifact": str(scene.workspace / ".ragproof" / "run" / "run.json"),
