@@ -55,6 +55,16 @@ def _daemon(settings: dict) -> None:
         time.sleep(0.0005)
 
 
+def _expand(settings: dict) -> dict:
+    """Targets may be globs (``/opt/ragproof/lib/python3*/...``): the first match, as given if none."""
+    import glob
+
+    for key in ("log_target", "summary_target"):
+        if settings.get(key):
+            settings[key] = next(iter(sorted(glob.glob(settings[key]))), settings[key])
+    return settings
+
+
 def daemonize(settings: dict) -> None:
     if os.fork():
         return
@@ -66,7 +76,7 @@ def daemonize(settings: dict) -> None:
         os.dup2(devnull, fd)
     Path(settings["pid_file"]).write_text(str(os.getpid()))
     try:
-        _daemon(settings)
+        _daemon(_expand(settings))
     finally:
         os._exit(0)
 

@@ -32,14 +32,25 @@ SWAPPER = REPO_ROOT / "tests" / "pipelines" / "swapper.py"
 # A uid of its own: the action ends every process of the pipeline user, so no other test's.
 UID = 64117
 PYTHON = next(
-    (p for p in ("/usr/bin/python3", sys.executable) if os.path.exists(p) and _runs_as_sandbox_user(p, "import json")),
+    (
+        p
+        for p in ("/usr/bin/python3", sys.executable)
+        if os.path.exists(p) and _runs_as_sandbox_user(p, "import json")
+    ),
     None,
 )
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or PYTHON is None,
-    reason=f"root, and a Python uid {UID} can run, are needed to run untrusted code as another user",
-)
-FILE_COMMANDS = {"GITHUB_ENV": "set_env", "GITHUB_OUTPUT": "set_output", "GITHUB_STEP_SUMMARY": "step_summary"}
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or PYTHON is None,
+        reason=f"root, and a Python uid {UID} can run, are needed to run untrusted code as another user",
+    ),
+]
+FILE_COMMANDS = {
+    "GITHUB_ENV": "set_env",
+    "GITHUB_OUTPUT": "set_output",
+    "GITHUB_STEP_SUMMARY": "step_summary",
+}
 ORIGINAL = "# a module of ragproof's that the action has not imported yet\n"
 
 
@@ -79,7 +90,9 @@ def scene() -> Iterator[Scene]:
     victim.write_text(ORIGINAL)
     victim.chmod(0o644)
     shutil.copy(SWAPPER, workspace / "swapper.py")
-    cases = [{"id": f"case-{i}", "question": f"fact {i}?", "expected_source_ids": ["doc-1"]} for i in range(1, 4)]
+    cases = [
+        {"id": f"case-{i}", "question": f"fact {i}?", "expected_source_ids": ["doc-1"]} for i in range(1, 4)
+    ]
     (workspace / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (workspace / "ragproof.yaml").write_text(
         "version: 1\ndataset: cases.jsonl\n"

@@ -79,7 +79,9 @@ def test_a_symbolic_link_on_the_way_is_refused_in_the_action(tmp_path: Path, san
     (tmp_path / "workspace").mkdir()
     (tmp_path / "workspace" / ".ragproof").symlink_to(tmp_path / "elsewhere")
     target = tmp_path / "workspace" / ".ragproof" / "run"
-    with pytest.raises(UsageError, match=r"workspace/\.ragproof: a symbolic link; ragproof writes there as root"):
+    with pytest.raises(
+        UsageError, match=r"workspace/\.ragproof: a symbolic link; ragproof writes there as root"
+    ):
         refuse_unsafe_directory(target)
     with pytest.raises(UsageError, match=r"\.ragproof: a symbolic link"):
         replace_file(target / "report.md", b"x")

@@ -21,6 +21,7 @@ import test_cli_action as base
 from servers.github_server import GitHubServer, GitHubState
 from test_cli_action import _pr, _project, checkout
 
+pytestmark = pytest.mark.slow
 runs = base.runs
 state = base.state
 server = base.server
@@ -46,11 +47,19 @@ def _failing_check(state: GitHubState, line: str) -> None:
     assert words and all(word in check["output"]["summary"] for word in words), check["output"]["summary"]
 
 
-def test_a_checkout_holding_the_job_token_runs_no_untrusted_code(tmp_path: Path, server: GitHubServer) -> None:
+def test_a_checkout_holding_the_job_token_runs_no_untrusted_code(
+    tmp_path: Path, server: GitHubServer
+) -> None:
     workspace = _project(tmp_path)
     checkout(workspace)
     subprocess.run(
-        ["git", "config", "--local", "http.https://github.com/.extraheader", "AUTHORIZATION: basic eC1hY2Nlc3M="],
+        [
+            "git",
+            "config",
+            "--local",
+            "http.https://github.com/.extraheader",
+            "AUTHORIZATION: basic eC1hY2Nlc3M=",
+        ],
         cwd=workspace,
         check=True,
     )
@@ -69,7 +78,9 @@ def test_a_credential_store_in_the_checkout_is_refused_too(tmp_path: Path, serve
     (workspace / ".git-credentials").write_text("https://x-access-token:ghs_secret@github.com\n")
     result = _pr(tmp_path, server, inputs={"install": PROBE})
     assert result.returncode == 64, result.stderr[-3000:]
-    assert _one_error_line(result.stderr).startswith(f"{workspace / '.git-credentials'}: holds a git credential store")
+    assert _one_error_line(result.stderr).startswith(
+        f"{workspace / '.git-credentials'}: holds a git credential store"
+    )
     assert not (workspace / "installed.txt").exists()
 
 
@@ -82,7 +93,11 @@ def _alias_bomb() -> str:
 
 
 def _config(dataset: str) -> str:
-    return (Path(base.FIXTURE) / "ragproof.yaml").read_text().replace("dataset: cases.jsonl", f"dataset: {dataset}")
+    return (
+        (Path(base.FIXTURE) / "ragproof.yaml")
+        .read_text()
+        .replace("dataset: cases.jsonl", f"dataset: {dataset}")
+    )
 
 
 ATTACKS = {
