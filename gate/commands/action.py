@@ -199,7 +199,10 @@ def _publish_stop(ctx: GitHubContext, commands: WorkflowCommands, error: Ragproo
         return
     name = ctx.inputs.check_name
     client = GitHubClient(
-        api_url=ctx.api_url, repository=ctx.repository, token=ctx.token.get_secret_value(), network=ctx.network
+        api_url=ctx.api_url,
+        repository=ctx.repository,
+        token=ctx.token.get_secret_value(),
+        network=ctx.network,
     )
     try:
         create_check_run(

@@ -42,5 +42,7 @@ def test_image_builds_and_gates_a_pull_request() -> None:
     assert proc.stdout.rstrip().endswith("container smoke: ok"), log
     # `.ragproof -> /opt/pipeline` refused before any untrusted code ran; the daemon an install
     # command left (double fork + setsid) ended before the run was written
-    assert "container smoke: .ragproof -> /opt/pipeline refused before any untrusted code ran" in proc.stdout, log
+    assert (
+        "container smoke: .ragproof -> /opt/pipeline refused before any untrusted code ran" in proc.stdout
+    ), log
     assert "container smoke: the setsid daemon was ended before the run was written" in proc.stdout, log
