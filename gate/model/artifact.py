@@ -1,4 +1,4 @@
-"""Run artifacts: ``run.json``, ``rows.jsonl`` and ``summary.json`` (design.md "Files").
+"""Run artifacts: ``run.json``, ``rows.jsonl`` and ``summary.json`` (schemas: docs/reference/schemas/).
 
 This module holds the artifact's pydantic models: the contract every later stage reads.
 Writing and reading live in :mod:`gate.run.artifact_io`.

@@ -5,7 +5,7 @@ their dotted path, the line and a "did you mean" (:mod:`gate.core.suggest`); a v
 wrong shape names its line (:mod:`gate.core.yamllines`). Metric names (``run.metrics``,
 ``gate.include``, ``gate.metrics`` keys) are checked against the names the caller passes as
 ``metric_names`` (the registry lives in a later package). ``RAGPROOF_*`` environment
-variables (metrics.md) override the judge section; they are applied by :func:`load_config`
+variables (docs/metrics.md) override the judge section; they are applied by :func:`load_config`
 from an explicit mapping, never read here from the process environment.
 """
 
