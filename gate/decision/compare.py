@@ -52,7 +52,7 @@ from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
-from gate.model.slices import ALL_SLICE, slice_gates, slice_masks
+from gate.model.slices import ALL_SLICE, slice_gates
 from gate.stats import (
     CALIBRATED_MIN_PAIRS,
     COLUMN_GROUP,
@@ -119,7 +119,7 @@ def compare_runs(
     names = paired.names
     columns_of = metric_columns(paired, gate_config)
     warnings += missing_output_warnings(paired, columns_of)
-    masks = slice_masks(paired.candidate_rows, gate_config.slices)
+    masks = paired.masks(gate_config.slices)
     gates = [
         _Gate(c.policy, key, mask & ~np.isnan(c.diff), c.policy.gated and slice_gates(key, gate_config))
         for c in columns_of.values()

@@ -28,7 +28,8 @@ positive difference is always an improvement.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +43,7 @@ from gate.metrics.diagnostics import REASON_ANSWER_NO_TOKENS, REASON_EMPTY_ANSWE
 from gate.metrics.diagnostics import REASON_EMPTY_CONTEXT as REASON_EMPTY_DIAGNOSTIC_CONTEXT
 from gate.metrics.judged import REASON_EMPTY_CONTEXT as REASON_EMPTY_JUDGED_CONTEXT
 from gate.model.artifact import Row, RunArtifact
-from gate.model.slices import ALL_SLICE
+from gate.model.slices import ALL_SLICE, slice_masks
 
 # Skip reasons that say the run's own output lacked what the metric needs.
 MISSING_OUTPUT_REASONS = frozenset(
@@ -109,6 +110,15 @@ class Pairing:
     _tables: dict[str, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = field(
         default_factory=dict, repr=False
     )
+    _masks: dict[tuple[str, ...], dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def masks(self, slices: Sequence[str]) -> dict[str, np.ndarray]:
+        """Slice key -> membership mask over the pairs (:func:`gate.model.slices.slice_masks` of
+        the candidate's rows), computed once per list of slice dimensions."""
+        key = tuple(slices)
+        if key not in self._masks:
+            self._masks[key] = slice_masks(self.candidate_rows, slices)
+        return self._masks[key]
 
     def direction(self, name: str) -> Direction:
         return metric_direction(name, self.baseline, self.candidate)
@@ -214,13 +224,11 @@ def pair_runs(baseline: RunArtifact, candidate: RunArtifact) -> Pairing:
 
 def metric_names(baseline: RunArtifact, candidate: RunArtifact) -> list[str]:
     """The metrics either run lists or scored, in registry order (unregistered ones after, by name)."""
-    seen: dict[str, None] = {}
+    seen: set[str] = set()
     for art in (baseline, candidate):
-        for name in art.meta.metrics:
-            seen.setdefault(name, None)
+        seen.update(art.meta.metrics)
         for row in art.rows:
-            for name in row.metrics:
-                seen.setdefault(name, None)
+            seen.update(row.metrics)
     order = {name: i for i, name in enumerate(registry())}
     return sorted(seen, key=lambda n: (order.get(n, len(order)), n))
 
@@ -245,8 +253,9 @@ def _score_table(rows: list[Row], names: list[str]) -> tuple[dict[str, np.ndarra
     """Per metric: each row's score (NaN where not scored or the case failed), and whether the
     row's own output was missing for it (:data:`MISSING_OUTPUT_REASONS`, on a case of
     :data:`LOSS_KINDS`), in one pass."""
-    values = {name: np.full(len(rows), np.nan) for name in names}
-    missing = {name: np.zeros(len(rows), dtype=bool) for name in names}
+    size = len(rows)
+    values: dict[str, list[float]] = {name: [math.nan] * size for name in names}
+    missing_at: dict[str, list[int]] = {name: [] for name in names}
     for i, row in enumerate(rows):
         if row.status != "ok":
             continue
@@ -259,5 +268,10 @@ def _score_table(rows: list[Row], names: list[str]) -> tuple[dict[str, np.ndarra
                 if result.value is not None:
                     column[i] = result.value
             elif loss and result.reason in MISSING_OUTPUT_REASONS:
-                missing[name][i] = True
-    return values, missing
+                missing_at[name].append(i)
+    missing = {}
+    for name, at in missing_at.items():
+        mask = np.zeros(size, dtype=bool)
+        mask[at] = True
+        missing[name] = mask
+    return {name: np.array(column, dtype=np.float64) for name, column in values.items()}, missing

@@ -3,7 +3,7 @@
 :class:`PairedCases` reads the runs' pairing (:mod:`gate.decision.pairing`, the one the
 comparison decided on: candidate order, cases present in both, a missing output counted as
 the metric's worst value, differences oriented so positive is better), knows every slice's
-members (``gate.model.slices.slice_masks`` over the candidate's rows, ``gate.slices`` from the
+members (the pairing's slice masks over the candidate's rows, ``gate.slices`` from the
 comparison's settings) and marks each retrieved chunk expected or not with the metrics' own
 source matching (:func:`gate.metrics.retrieval.expected_flags` under each run's
 ``source_match`` and ``document_id_key``). From that:
@@ -35,7 +35,6 @@ from gate.decision.decide import FAILURE_RATE_METRIC
 from gate.decision.pairing import PairedColumn, Pairing, pair_runs
 from gate.metrics.retrieval import expected_flags
 from gate.model.artifact import Row, RunArtifact
-from gate.model.slices import slice_masks
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class PairedCases:
         self.pairs: list[tuple[Row, Row]] = list(
             zip(self.pairing.baseline_rows, self.pairing.candidate_rows, strict=True)
         )
-        masks = slice_masks(self.pairing.candidate_rows, comparison.settings.slices)
+        masks = self.pairing.masks(comparison.settings.slices)
         self._indices = {key: mask.nonzero()[0] for key, mask in masks.items()}
         self.members: dict[str, list[int]] = {key: index.tolist() for key, index in self._indices.items()}
         self._prints: dict[tuple[str, str], str] = {}
