@@ -219,8 +219,12 @@ class Sandbox:
         os.waitpid(child, 0)
 
     def terminate(self) -> None:
-        """End every untrusted process (:meth:`end_processes`) and remove the private home."""
-        self.end_processes()
+        """End every untrusted process (:meth:`end_processes`) and remove the private home.
+
+        At the step's end: survivors (an error raised before anything is written) no longer
+        stop anything, and must not replace the error the step is ending with."""
+        with contextlib.suppress(RagproofError):
+            self.end_processes()
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
