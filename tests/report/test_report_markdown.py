@@ -268,6 +268,14 @@ def test_run_summary_reads_as_a_baseline_and_escapes_its_wording() -> None:
     assert "\nStored as &lt;b&gt;x&lt;/b&gt; \\| y # z\n" in text
 
 
+def test_a_baseline_run_summary_carries_the_runs_warnings() -> None:
+    base, _ = fixed_runs()
+    assert "⚠️" not in render_run_summary(base, context=CONTEXT)
+    base.meta.warnings = ["3 of 10 cases failed (30%, above 10%; most often 'timeout: no_result', 3x)"]
+    text = render_run_summary(base, context=CONTEXT)
+    assert "\n> ⚠️ 3 of 10 cases failed \\(30%, above 10%; most often 'timeout: no\\_result', 3x\\)\n" in text
+
+
 def test_context_rejects_unsafe_values() -> None:
     with pytest.raises(ValidationError):
         ReportContext(marker="<img src=x>")
