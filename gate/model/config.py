@@ -101,6 +101,8 @@ SourceMatch = Literal["chunk", "document", "substring"]
 Gain = Literal["linear", "exp2"]
 # The judge's API: OpenAI-compatible chat completions or Anthropic messages.
 JudgeProvider = Literal["openai", "anthropic"]
+# Which overall decision fails the step (exit 1).
+FailOn = Literal["block", "review", "never"]
 
 
 class ScoringSettings(StrictModel):
@@ -253,7 +255,7 @@ class GateConfig(StrictModel):
     """Blocks controlled over the family of distinct gates (passes are per gate either way)."""
     underpowered: Literal["inform", "review"] = "inform"
     """What an underpowered gate's review does to the overall decision: `inform` (nothing) or `review`."""
-    fail_on: Literal["block", "review", "never"] = "block"
+    fail_on: FailOn = "block"
     """Which decision fails the step: `block`, `review` or `never`."""
     include: Literal["all"] | list[str] = "all"
     """The metrics that gate: `all` (every scored, non-diagnostic metric) or a list of names."""
