@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.decision.comparison import Comparison, GateResult
-from gate.decision.decide import FAILURE_RATE_METRIC
+from gate.decision.decide import FAILURE_RATE_METRIC, GateCause
 from gate.decision.pairing import PairedColumn, Pairing, pair_runs
 from gate.metrics.retrieval import expected_flags
 from gate.model.artifact import Row, RunArtifact
@@ -297,9 +297,10 @@ class SliceMoves:
 
 
 def _severity(g: GateResult) -> tuple[int, bool, float, str]:
-    """A counted block first, then a counted review, a gate worse on its own evidence, the rest;
-    quality metrics before the failure rate; then the lowest Δ."""
-    rank = 3
+    """A counted block first, then a counted review, a gate worse on its own evidence, the rest,
+    gates whose pairs never changed last; quality metrics before the failure rate; then the
+    lowest Δ."""
+    rank = 4 if g.cause == GateCause.NO_CASE_CHANGED else 3
     if g.counts and g.decision in ("block", "review"):
         rank = 0 if g.decision == "block" else 1
     elif g.worse:
