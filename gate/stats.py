@@ -1,4 +1,4 @@
-"""Paired (and clustered) bootstrap, Cohen's kappa and the minimum detectable effect.
+"""Paired (and clustered) bootstrap, calibrated intervals, drop p-values and power, Cohen's kappa.
 
 The bootstrap works on *units*: cases, or clusters of cases when ``clusters`` is given
 (Miller 2024, "Adding Error Bars to Evals": grouped questions make case-level intervals too
@@ -49,20 +49,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import ndtr, ndtri, stdtrit
+from scipy.special import ndtr, ndtri, stdtr, stdtrit
+from scipy.stats import binom
 
 BLOCK = 64  # resamples per independent random stream
 TASK_CELLS = 1 << 21  # counts held by one task (blocks grouped up to about this many cells)
 COLUMN_GROUP = 1024  # columns whose resample statistics are held at once
 MAX_WORKERS = min(4, os.cpu_count() or 1)  # threads drawing and multiplying count blocks
 MEMORY_BUDGET = 320 << 20  # bytes of count matrices alive at once across worker threads
-
-IntervalMethod = Literal["percentile", "bca"]
 
 
 @dataclass(frozen=True)
@@ -341,40 +339,6 @@ def _one_blas_thread() -> Iterator[None]:
         put(before)
 
 
-def _bca_levels(
-    boot: np.ndarray, estimate: float, jackknife: np.ndarray, alpha: float
-) -> tuple[float, float] | None:
-    """BCa-adjusted percentile levels (Efron 1987), or None when they are undefined."""
-    normal = NormalDist()
-    valid = boot[~np.isnan(boot)]
-    if valid.size == 0 or jackknife.size < 2:
-        return None
-    below = (np.count_nonzero(valid < estimate) + np.count_nonzero(valid <= estimate)) / (2 * valid.size)
-    if not 0 < below < 1:
-        return None
-    z0 = normal.inv_cdf(below)
-    u = jackknife.mean() - jackknife
-    denom = 6.0 * float(np.sum(u**2)) ** 1.5
-    accel = float(np.sum(u**3)) / denom if denom > 0 else 0.0
-    levels = []
-    for z in (normal.inv_cdf(alpha / 2), normal.inv_cdf(1 - alpha / 2)):
-        shifted = z0 + (z0 + z) / (1 - accel * (z0 + z))
-        levels.append(normal.cdf(shifted))
-    return levels[0], levels[1]
-
-
-def _jackknife(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Leave-one-unit-out means of one column, over the units that hold its values."""
-    keep = weights > 0
-    s, w = sums[keep], weights[keep]
-    total_s, total_w = s.sum(), w.sum()
-    rest = total_w - w
-    with np.errstate(invalid="ignore", divide="ignore"):
-        jk = (total_s - s) / rest
-    kept: np.ndarray = jk[rest > 0]
-    return kept
-
-
 def _as_matrix(values: Any) -> np.ndarray:
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim == 1:
@@ -402,7 +366,6 @@ def bootstrap_means(
     confidence: float = 0.95,
     seed: int = 0,
     clusters: Sequence[Any] | np.ndarray | None = None,
-    method: IntervalMethod = "percentile",
     family_scale: np.ndarray | None = None,
     keep_tail: float | None = None,
 ) -> BootstrapResult:
@@ -411,11 +374,7 @@ def bootstrap_means(
     All columns share one set of resamples of the cases (or of ``clusters``: one label per
     case; cases with equal labels are resampled together). Percentile intervals take the
     ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the resample means with
-    linear interpolation, as ``numpy.quantile`` and ``scipy.stats.bootstrap`` do. ``bca``
-    adjusts those levels with the bias correction and the jackknife acceleration (over units)
-    and falls back to percentile levels where they are undefined (e.g. a constant column).
-    BCa is kept for reproducing older decisions only: it under-covers more than the percentile
-    interval at small n and blocked 9.3% of unchanged sparse nDCG-like gates (docs/gate.md).
+    linear interpolation, as ``numpy.quantile`` and ``scipy.stats.bootstrap`` do.
 
     ``family_scale`` (one factor per column, 0 outside the family) adds ``family_max``: per
     resample ``max_j (estimate_j - mean*_j) * scale_j`` (``-inf`` when no family column has a
@@ -427,8 +386,6 @@ def bootstrap_means(
         raise ValueError("confidence must be in (0, 1)")
     if resamples < 1:
         raise ValueError("resamples must be >= 1")
-    if method not in ("percentile", "bca"):
-        raise ValueError(f"unknown interval method {method!r}")
     data = _as_matrix(values)
     first_columns, inverse = _distinct_columns(data)
     if len(first_columns) < data.shape[1]:
@@ -444,7 +401,6 @@ def bootstrap_means(
             confidence=confidence,
             seed=seed,
             clusters=clusters,
-            method=method,
             family_scale=scale,
             keep_tail=keep_tail,
         )
@@ -479,7 +435,7 @@ def bootstrap_means(
             np.zeros(q) if keep_tail is not None else None,
         )
 
-    sums, weights = _unit_sums(filled, weights_case, codes, n_units)
+    _, weights = _unit_sums(filled, weights_case, codes, n_units)
     units_present = (weights > 0).sum(axis=0).astype(np.float64)
     biggest_unit = float(weights.max()) if weights.size else 1.0
     exact = _exact_grid(filled, n_units * max(biggest_unit, 1.0))
@@ -509,69 +465,23 @@ def bootstrap_means(
             ranked = np.sort(ranked[resamples - n_top :], axis=0)
             top[cols] = np.where(np.isneginf(ranked), np.nan, ranked).T
         has = ~np.all(missing, axis=0)
-        if method == "percentile":
-            # Columns with a statistic in every resample (nearly all) at once: the same order
-            # statistics and interpolation as the per-column nanquantile, and each column's
-            # spread summed along a contiguous row as nanstd sums a column.
-            whole = np.flatnonzero(~missing.any(axis=0))
-            if whole.size:
-                lo[start + whole], hi[start + whole] = np.quantile(
-                    boot[:, whole], (alpha / 2, 1 - alpha / 2), axis=0
-                )
-                spread = np.nanstd(np.ascontiguousarray(boot[:, whole].T), axis=1, ddof=1)
-                se[start + whole] = spread if resamples > 1 else 0.0
-                has[whole] = False
+        # Columns with a statistic in every resample (nearly all) at once: the same order
+        # statistics and interpolation as the per-column nanquantile, and each column's
+        # spread summed along a contiguous row as nanstd sums a column.
+        whole = np.flatnonzero(~missing.any(axis=0))
+        if whole.size:
+            lo[start + whole], hi[start + whole] = np.quantile(
+                boot[:, whole], (alpha / 2, 1 - alpha / 2), axis=0
+            )
+            spread = np.nanstd(np.ascontiguousarray(boot[:, whole].T), axis=1, ddof=1)
+            se[start + whole] = spread if resamples > 1 else 0.0
+            has[whole] = False
         for j_local in np.flatnonzero(has):
             j = start + j_local
             column = boot[:, j_local]
-            levels = (alpha / 2, 1 - alpha / 2)
-            if method == "bca":
-                bca = _bca_levels(column, float(estimate[j]), _jackknife(sums[:, j], weights[:, j]), alpha)
-                levels = bca or levels
-            lo[j], hi[j] = np.nanquantile(column, levels)
+            lo[j], hi[j] = np.nanquantile(column, (alpha / 2, 1 - alpha / 2))
             se[j] = np.nanstd(column, ddof=1) if np.count_nonzero(~np.isnan(column)) > 1 else 0.0
     return BootstrapResult(estimate, lo, hi, se, sd, counts_n, units_present, family_max, top, valid)
-
-
-def paired_bootstrap(
-    baseline: Sequence[float | None] | np.ndarray,
-    candidate: Sequence[float | None] | np.ndarray,
-    *,
-    resamples: int = 10_000,
-    confidence: float = 0.95,
-    seed: int = 0,
-    clusters: Sequence[Any] | np.ndarray | None = None,
-    method: IntervalMethod = "percentile",
-) -> tuple[float, float, float]:
-    """``(mean_diff, lo, hi)`` of ``candidate - baseline`` over per-case scores in the same order.
-
-    A case missing (None or NaN) in either list is not a pair and is left out. Raises
-    ValueError when the lengths differ or no pair remains.
-    """
-    base = np.asarray([np.nan if v is None else v for v in baseline], dtype=np.float64)
-    cand = np.asarray([np.nan if v is None else v for v in candidate], dtype=np.float64)
-    if base.shape != cand.shape:
-        raise ValueError(f"baseline has {base.size} scores, candidate {cand.size}")
-    diff = cand - base
-    if not np.any(~np.isnan(diff)):
-        raise ValueError("no case is scored in both runs")
-    result = bootstrap_means(
-        diff, resamples=resamples, confidence=confidence, seed=seed, clusters=clusters, method=method
-    )
-    return float(result.estimate[0]), float(result.lo[0]), float(result.hi[0])
-
-
-def minimum_detectable_effect(
-    standard_error: float, *, confidence: float = 0.95, power: float = 0.8
-) -> float:
-    """Smallest true drop that makes the interval's upper end fall below zero with ``power``.
-
-    ``MDE = (z_{(1+confidence)/2} + z_{power}) * SE``, with SE the paired standard deviation
-    over the square root of the number of pairs (or the bootstrap SE for clustered data). At
-    95% and 80% power the factor is 2.80.
-    """
-    normal = NormalDist()
-    return (normal.inv_cdf((1 + confidence) / 2) + normal.inv_cdf(power)) * standard_error
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
@@ -616,7 +526,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
 
 BOOTSTRAP_MIN_NONZERO = 100  # non-zero units from which the percentile bootstrap is used
 CALIBRATED_MIN_PAIRS = 10  # smallest n the simulation suite validates; the derived min_pairs floor
-MIN_CLUSTERS = 10  # clusters the paired cases must span before cluster_by defaults to document ids
+MIN_CLUSTERS = 10  # fewer clusters: t on cluster means with G - 1 degrees of freedom ("cluster-t")
 POWER = 0.8  # the power behind ``pairs_needed`` and ``mde``
 
 GateMethod = Literal[
@@ -729,24 +639,139 @@ def cluster_standard_error(sums: np.ndarray, weights: np.ndarray) -> tuple[np.nd
     return np.sqrt(np.where(k > 1, var, np.nan)), k
 
 
-def pairs_needed(sd: Any, margin: Any, *, confidence: float = 0.95, power: float = POWER) -> np.ndarray:
-    """Pairs a gate needs to pass with probability ``power`` when the true change is zero.
+def pairs_needed(
+    null_sd: Any,
+    margin: Any,
+    *,
+    ternary: Any = False,
+    deff: Any = 1.0,
+    nonzero_share: Any = 1.0,
+    confidence: float = 0.95,
+    power: float = POWER,
+) -> np.ndarray:
+    """Pairs a gate needs to pass with probability ``power`` when nothing changed.
 
-    A pass needs the lower bound above ``-margin``: ``n = ((z_{(1+confidence)/2} + z_power) ·
-    σ_d / m)²``, rounded up, and never below the pairs at which even an unchanged set can pass
-    (``z²(1 - m)/m``, the no-change interval reaching ``-m``). ``sd`` is the standard deviation
-    of one pair's difference (for clusters: ``√n`` times the cluster standard error). NaN
-    where the margin is zero or the sd is undefined.
+    ``null_sd`` is one pair's standard deviation *under no change*, estimated from the
+    improvements alone (:func:`null_spread`), so a regression cannot inflate it. A pass needs
+    the lower bound at or above ``-m``:
+
+    - 0/1 pairs (Tango's score interval): with churn ``π = null_sd²`` (the share of pairs that
+      change), the score test of ``Δ = -m`` has variance ``v1 = 2q - m - m²`` per pair, ``q`` the
+      constrained maximum-likelihood ``p(-1)``, ``q = (w + √(w² - 4πm(1+m)))/4``, ``w = π + 2m``,
+      while the difference's own variance is ``v0 = π``; it passes with probability ``power``
+      from ``n = deff · ((z √v1 + z_power √v0) / m)²`` (``deff`` the clusters' design effect,
+      Rao-Scott). With ``π = 0`` this is ``z²(1 - m)/m``, where even an unchanged set can pass
+      (189 at m = 0.02).
+    - other pairs (t interval): ``n = ((t + z_power) · null_sd / m)²`` with ``t`` the quantile at
+      ``n · nonzero_share - 1`` degrees of freedom (iterated); with no spread at all (nothing
+      improved), the no-change floor ``z²(1 - m)/m``.
+
+    Rounded up; NaN where the margin is zero.
     """
     tail = (1 - confidence) / 2
     z = _z(tail)
     zp = float(ndtri(power))
-    s = np.asarray(sd, dtype=np.float64)
-    m = np.asarray(margin, dtype=np.float64)
+    sd, m, tern, de, share = np.broadcast_arrays(
+        np.asarray(null_sd, dtype=np.float64),
+        np.asarray(margin, dtype=np.float64),
+        np.asarray(ternary, dtype=bool),
+        np.asarray(deff, dtype=np.float64),
+        np.asarray(nonzero_share, dtype=np.float64),
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        by_power = np.ceil(((z + zp) * s / m) ** 2 - 1e-9)
-        floor = np.ceil(z * z * (1 - m) / m - 1e-9)
-    return np.where(m > 0, np.maximum(by_power, floor), np.nan)
+        pi = np.where(np.isfinite(sd), sd * sd, 0.0)
+        w = pi + 2 * m
+        q = (w + np.sqrt(np.maximum(w * w - 4 * pi * m * (1 + m), 0.0))) / 4
+        v1 = np.maximum(2 * q - m - m * m, 0.0)
+        by_score = np.maximum(de, 1.0) * ((z * np.sqrt(v1) + zp * np.sqrt(pi)) / m) ** 2
+        floor = z * z * (1 - m) / m
+        spread = np.where(np.isfinite(sd), sd, 0.0)
+        by_t = ((z + zp) * spread / m) ** 2
+        for _ in range(4):
+            df = np.maximum(by_t * np.clip(share, 1e-9, 1.0) - 1, 1.0)
+            by_t = ((t_quantile(tail, df) + zp) * spread / m) ** 2
+        by_t = np.where(spread > 0, by_t, floor)
+        need = np.ceil(np.where(tern, by_score, by_t) - 1e-9)
+    return np.where(m > 0, need, np.nan)
+
+
+def null_spread(
+    values: Any, clusters: Sequence[Any] | np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per column: one pair's standard deviation under no change, and the clusters' design effect.
+
+    Under no change a paired difference is symmetric about zero, so ``E[d² ; d > 0]`` is half
+    its variance: ``σ0² = 2 Σ_{d>0} d² / n`` uses the improvements only, which a regression
+    cannot inflate (it turns gains into losses, never the reverse). For 0/1 pairs this is the
+    churn ``2 · improved / n``. With clusters, the same on cluster totals ``S_u``:
+    ``se0² = 2 Σ_{S_u>0} S_u² / (Σ W_u)²``, and the design effect ``n · se0² / σ0²`` (at least 1).
+    """
+    data = _as_matrix(values)
+    present = ~np.isnan(data)
+    filled = np.where(present, data, 0.0)
+    n = present.sum(axis=0).astype(np.float64)
+    gains = np.where(filled > 0, filled, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd0 = np.sqrt(2 * (gains**2).sum(axis=0) / n)
+    deff = np.ones(data.shape[1])
+    if clusters is not None and data.shape[0]:
+        codes, n_units = _cluster_codes(clusters, data.shape[0])
+        sums, weights = _unit_sums(filled, present.astype(np.float64), codes, n_units)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se0 = np.sqrt(2 * (np.where(sums > 0, sums, 0.0) ** 2).sum(axis=0)) / weights.sum(axis=0)
+            ratio = n * se0**2 / sd0**2
+        deff = np.where(np.isfinite(ratio), np.maximum(ratio, 1.0), 1.0)
+    return np.where(n > 0, sd0, np.nan), deff
+
+
+def drop_p_values(facts: ColumnFacts) -> np.ndarray:
+    """One-sided p-value per column for ``H0: mean d >= 0`` (small = evidence of a drop).
+
+    By the column's method: ``tango`` (0/1 pairs) the exact sign test, ``P(Bin(b + c, ½) >= c)``
+    for ``b`` improved and ``c`` worsened pairs (exact under no change, given the changed pairs);
+    ``cluster-tango`` its Rao-Scott form ``Φ((b - c) / √((b + c) · deff))``; ``t`` and
+    ``cluster-t`` Student's t at the interval's degrees of freedom; the bootstrap methods
+    ``Φ(estimate / se)``; ``no-change`` 1.
+    """
+    kinds = np.array(facts.method, dtype=object)
+    out = np.ones(facts.n.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        idx = np.flatnonzero(kinds == "tango")
+        if idx.size:
+            b, c = facts.improved[idx], facts.worsened[idx]
+            out[idx] = binom.sf(c - 1, b + c, 0.5)
+        idx = np.flatnonzero(kinds == "cluster-tango")
+        if idx.size:
+            b, c = facts.improved[idx], facts.worsened[idx]
+            out[idx] = ndtr((b - c) / np.sqrt((b + c) * facts.deff[idx]))
+        idx = np.flatnonzero((kinds == "t") | (kinds == "cluster-t"))
+        if idx.size:
+            out[idx] = stdtr(facts.df[idx], facts.estimate[idx] / facts.se[idx])
+        idx = np.flatnonzero(np.isin(kinds, _BOOTSTRAP_METHODS))
+        if idx.size:
+            out[idx] = ndtr(facts.estimate[idx] / facts.se[idx])
+    return np.where(np.isfinite(out), np.clip(out, 0.0, 1.0), 1.0)
+
+
+def weighted_bh_cutoff(p: Any, weights: Any, q: float) -> float:
+    """The weighted Benjamini-Hochberg cutoff: reject ``H_i`` when ``p_i / w_i`` is at or below it.
+
+    Weights are positive and rescaled to average 1 over the ``G`` hypotheses; the step-up rule
+    takes the largest ``k`` with the k-th smallest ``p_i / w_i`` at or below ``q k / G`` and
+    returns ``q k / G`` (0 when none qualifies: nothing is rejected). With positively dependent
+    p-values this controls the false-discovery rate at ``q``; when every hypothesis is true it
+    is the chance of any rejection (Genovese, Roeder and Wasserman 2006).
+    """
+    p_arr = np.asarray(p, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    g = p_arr.size
+    if g == 0:
+        return 0.0
+    w = w * g / w.sum()
+    ratio = np.sort(p_arr / w)
+    steps = q * np.arange(1, g + 1) / g
+    passing = np.flatnonzero(ratio <= steps + 1e-15)
+    return float(steps[passing[-1]]) if passing.size else 0.0
 
 
 def minimum_nonzero(tail: float) -> int:
@@ -786,7 +811,7 @@ def normal_tail(c: float) -> float:
     return float(ndtr(-c))
 
 
-_BOOTSTRAP_METHODS = ("bootstrap", "cluster-bootstrap", "percentile", "bca")
+_BOOTSTRAP_METHODS = ("bootstrap", "cluster-bootstrap", "percentile")
 
 
 @dataclass(frozen=True)
@@ -812,7 +837,14 @@ class ColumnFacts:
     sd: np.ndarray
     method: list[GateMethod]
     # cluster design effect (cluster variance over the case variance, at least 1; 1 for cases)
-    deff: np.ndarray | None = None
+    deff: np.ndarray
+    # degrees of freedom of the t methods: non-zero units minus one, or clusters minus one
+    # below MIN_CLUSTERS clusters (t on cluster means)
+    df: np.ndarray
+    # one pair's standard deviation under no change, from the improvements only, and the
+    # clusters' design effect under no change (null_spread): what pairs_needed rests on
+    null_sd: np.ndarray
+    null_deff: np.ndarray
 
     def needs_bootstrap(self) -> bool:
         return any(m in _BOOTSTRAP_METHODS for m in self.method)
@@ -866,6 +898,9 @@ def column_facts(
         se = np.where(clustered, cl_se, se)
         with np.errstate(invalid="ignore"):
             sd = np.where(clustered, cl_se * np.sqrt(n), sd)
+    few = clustered & (units < MIN_CLUSTERS)
+    df = np.where(few, units - 1, nonzero - 1)
+    df = np.maximum(np.where(np.isfinite(df), df, 1.0), 1.0)
     methods: list[GateMethod] = []
     for j in range(q):
         chosen: GateMethod
@@ -873,6 +908,11 @@ def column_facts(
             chosen = method
         elif nonzero_cases[j] == 0:
             chosen = "no-change"
+        elif few[j]:
+            # Few clusters: Rao-Scott's design effect and the cluster bootstrap both rest on a
+            # variance estimated from a handful of clusters; t on cluster means with G - 1
+            # degrees of freedom stays valid.
+            chosen = "cluster-t"
         elif clustered[j] and ternary[j] and nonzero[j] < BOOTSTRAP_MIN_NONZERO:
             chosen = "cluster-tango"
         elif clustered[j]:
@@ -884,6 +924,8 @@ def column_facts(
         else:
             chosen = "t"
         methods.append(chosen)
+    null_sd, null_deff = null_spread(data, clusters if clusters is not None and n_rows else None)
+    null_deff = np.where(clustered, null_deff, 1.0)
     return ColumnFacts(
         n=n,
         units=units,
@@ -896,6 +938,9 @@ def column_facts(
         sd=sd,
         method=methods,
         deff=deff,
+        df=df,
+        null_sd=null_sd,
+        null_deff=null_deff,
     )
 
 
@@ -914,14 +959,14 @@ def column_bounds(
     tango = np.flatnonzero((kinds == "tango") | (kinds == "cluster-tango"))
     if tango.size:
         # Clustered pairs: Rao-Scott -- every count over the design effect (1 for cases).
-        deff = facts.deff[tango] if facts.deff is not None else np.ones(tango.size)
+        deff = facts.deff[tango]
         lo, hi = tango_bounds(
             facts.improved[tango] / deff, facts.worsened[tango] / deff, facts.n[tango] / deff, tail
         )
         out[tango] = hi if upper else lo
     # Degrees of freedom from the non-zero units: a sparse metric's variance estimate rests on
     # its few non-zero differences, and t on n - 1 covered 0.91 at 30 pairs with ~5 of them.
-    df = np.maximum(facts.nonzero - 1, 1)
+    df = facts.df
     for name in ("t", "cluster-t"):
         idx = np.flatnonzero(kinds == name)
         if idx.size:

@@ -20,7 +20,6 @@ from gate.model.artifact import (
     Summary,
     ToolInfo,
 )
-from gate.model.dataset import CaseKind
 from gate.model.records import MetricResult
 from gate.run.artifact_io import read_artifact, write_artifact
 
@@ -46,7 +45,7 @@ def row(
     case_id: str,
     scores: dict[str, float | None],
     *,
-    kind: CaseKind = "qa",
+    kind: str = "qa",
     tags: Sequence[str] = (),
     status: RowStatus = "ok",
     metadata: dict[str, Any] | None = None,
@@ -117,7 +116,7 @@ def fixed_runs() -> tuple[RunArtifact, RunArtifact]:
     for i in range(240):
         topic = ("billing", "sync", "security")[i % 3]
         tags = [f"topic:{topic}"]
-        kind: CaseKind = "unanswerable" if i % 10 == 0 else "qa"
+        kind = "unanswerable" if i % 10 == 0 else "qa"
         if kind == "unanswerable":
             over_b = 1.0 if rng.random() < 0.1 else 0.0
             over_c = 1.0 if rng.random() < 0.1 else 0.0

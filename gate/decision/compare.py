@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -45,29 +45,31 @@ from gate.decision.decide import (
     level_breach,
     metric_policy,
     nothing_compared,
+    review_weights,
     skip_reason,
 )
-from gate.decision.pairing import Direction, Pairing, feasible, metric_direction, pair_runs
+from gate.decision.pairing import Direction, Pairing, metric_direction, pair_runs
 from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
-from gate.model.slices import ALL_SLICE, slice_gates
+from gate.model.slices import ALL_SLICE, slice_gates, slice_masks
 from gate.stats import (
     CALIBRATED_MIN_PAIRS,
     COLUMN_GROUP,
-    MIN_CLUSTERS,
     POWER,
     BootstrapResult,
     ColumnFacts,
     bootstrap_means,
     column_bounds,
     column_facts,
+    drop_p_values,
     family_critical_value,
     minimum_nonzero,
     normal_quantile,
     normal_tail,
     pairs_needed,
+    weighted_bh_cutoff,
 )
 
 # The case field cluster_by defaults to, when the cases carry it.
@@ -88,7 +90,6 @@ class MetricColumns:
     diff: np.ndarray
     candidate: np.ndarray
     baseline: np.ndarray
-    value_range: tuple[float, float] | None = None  # the metric's values' range, when known
 
 
 class _Gate:
@@ -119,7 +120,7 @@ def compare_runs(
     names = paired.names
     columns_of = metric_columns(paired, gate_config)
     warnings += missing_output_warnings(paired, columns_of)
-    masks = paired.masks(gate_config.slices)
+    masks = slice_masks(paired.candidate_rows, gate_config.slices)
     gates = [
         _Gate(c.policy, key, mask & ~np.isnan(c.diff), c.policy.gated and slice_gates(key, gate_config))
         for c in columns_of.values()
@@ -250,7 +251,7 @@ def metric_columns(pairing: Pairing, gate_config: GateConfig) -> dict[str, Metri
             policy = metric_policy(name, gate_config, higher_is_better=False, gate_by_default=True)
         else:
             policy = _policy(name, pairing.direction(name), gate_config)
-        out[name] = MetricColumns(policy, column.diff, column.candidate, column.baseline, column.value_range)
+        out[name] = MetricColumns(policy, column.diff, column.candidate, column.baseline)
     return out
 
 
@@ -277,8 +278,10 @@ def resolve_cluster_by(rows: Sequence[Row], setting: str | None) -> tuple[str | 
     """(field whose clusters are resampled or None, "config" | "default" | None).
 
     ``"auto"`` takes ``metadata.document_id`` when the paired cases carry it, it spans at least
-    ``MIN_CLUSTERS`` documents and some document holds two cases or more (otherwise clustering
-    changes nothing or leaves too few units); ``None`` or ``"none"`` resamples cases.
+    two documents and some document holds two cases or more (otherwise clustering changes
+    nothing); with fewer than ``MIN_CLUSTERS`` documents the gates take t on cluster means with
+    G - 1 degrees of freedom (:func:`gate.stats.column_facts`), never case-level intervals.
+    ``None`` or ``"none"`` resamples cases.
     """
     if setting is None or setting == "none":
         return None, None
@@ -290,18 +293,36 @@ def resolve_cluster_by(rows: Sequence[Row], setting: str | None) -> tuple[str | 
         if value is not None:
             key = repr(value)
             counts[key] = counts.get(key, 0) + 1
-    if len(counts) >= MIN_CLUSTERS and max(counts.values(), default=0) > 1:
+    if len(counts) >= 2 and max(counts.values(), default=0) > 1:
         return DEFAULT_CLUSTER_FIELD, "default"
     return None, None
 
 
 @dataclass
 class _Family:
-    """The block family across batches: its distinct columns and resampled deviations."""
+    """The families across batches: the block family's distinct columns and resampled
+    deviations, and the review family's distinct columns (their drop p-value and whether one of
+    their gates is on ``all``)."""
 
     confidence: float
     seen: set[bytes]
     deviations: np.ndarray | None = None
+    tests: dict[bytes, tuple[float, bool]] = field(default_factory=dict)
+
+    def test(self, key: bytes, p_value: float, whole: bool) -> None:
+        _, was_whole = self.tests.get(key, (p_value, False))
+        self.tests[key] = (p_value, whole or was_whole)
+
+    def review_thresholds(self, q: float) -> dict[bytes, float]:
+        """Each tested column's p-value threshold for a confirmed drop: ``w · cutoff`` of the
+        weighted Benjamini-Hochberg rule (:func:`gate.decision.decide.review_weights`)."""
+        if not self.tests:
+            return {}
+        keys = list(self.tests)
+        p = np.array([self.tests[k][0] for k in keys])
+        weights = review_weights([self.tests[k][1] for k in keys])
+        cutoff = weighted_bh_cutoff(p, weights, q)
+        return {k: float(w) * cutoff for k, w in zip(keys, weights, strict=True)}
 
     def add(self, family_max: np.ndarray | None) -> None:
         if family_max is None:
@@ -329,6 +350,9 @@ class _Batch:
     facts: ColumnFacts
     boot: BootstrapResult | None
     level_cols: dict[int, tuple[int | None, int | None]]
+    # per gate: its drop p-value and its column's key in the review family (None: not tested)
+    p_values: np.ndarray
+    keys: list[bytes | None]
 
 
 def decide_gates(
@@ -357,12 +381,13 @@ def decide_gates(
     ]
     critical, method = family.critical(cfg.family_wise)
     block_tail = _block_tail(cfg, critical, method)
+    thresholds = family.review_thresholds(cfg.review_fdr)
     results = [
         result
         for batch in batches
-        for result in _decide_batch(batch, columns_of, cfg, floor, block_tail, critical)
+        for result in _decide_batch(batch, columns_of, cfg, floor, block_tail, critical, thresholds)
     ]
-    return results, _family_settings(cfg, len(family.seen), critical, method)
+    return results, _family_settings(cfg, len(family.seen), critical, method, len(family.tests))
 
 
 def _block_tail(cfg: GateConfig, critical: float, method: str) -> float:
@@ -371,9 +396,12 @@ def _block_tail(cfg: GateConfig, critical: float, method: str) -> float:
     return tail if method == "none" else min(normal_tail(critical), tail)
 
 
-def _family_settings(cfg: GateConfig, size: int, critical: float, method: str) -> dict[str, Any]:
+def _family_settings(
+    cfg: GateConfig, size: int, critical: float, method: str, tests: int = 0
+) -> dict[str, Any]:
     tail = _block_tail(cfg, critical, method)
     return {
+        "review_family_size": tests,
         "family_size": size,
         "family_method": method,
         "family_critical": critical,
@@ -399,6 +427,7 @@ def _settings(
         min_pairs=floor,
         family_wise=gate_config.family_wise,
         underpowered=gate_config.underpowered,
+        review_fdr=gate_config.review_fdr,
         cluster_by=cluster_field,
         cluster_source=cluster_source,  # type: ignore[arg-type]  # one of the Literal's values, chosen above
         slices=list(gate_config.slices),
@@ -452,6 +481,14 @@ def _prepare_batch(
     matrix = np.column_stack(columns)
     facts = column_facts(matrix, clusters=clusters, method=cfg.interval)
     can_block = minimum_nonzero((1 - cfg.confidence) / 2)
+    p_values = drop_p_values(facts)
+    keys: list[bytes | None] = []
+    for i, g in enumerate(batch):
+        key = None
+        if g.gating and pairs[i] >= floor:
+            key = np.ascontiguousarray(matrix[:, i]).tobytes()
+            family.test(key, float(p_values[i]), g.key == ALL_SLICE)
+        keys.append(key)
     owner = {j: i for i, cols in level_cols.items() for j in cols if j is not None}
     scale = np.zeros(matrix.shape[1])
     for j in range(matrix.shape[1]):
@@ -479,7 +516,7 @@ def _prepare_batch(
             keep_tail=(1 - cfg.confidence) / 2,
         )
         family.add(boot.family_max)
-    return _Batch(batch, pairs, facts, boot, level_cols)
+    return _Batch(batch, pairs, facts, boot, level_cols, p_values[: len(batch)], keys)
 
 
 def _decide_batch(
@@ -489,8 +526,10 @@ def _decide_batch(
     floor: int,
     block_tail: float,
     critical: float,
+    thresholds: dict[bytes, float],
 ) -> list[GateResult]:
-    """Decide one prepared batch: per-gate bounds for passes, family-wise bounds for blocks."""
+    """Decide one prepared batch: per-gate bounds for passes, family-wise bounds for blocks,
+    the review family's thresholds for confirmed drops."""
     facts, boot = batch.facts, batch.boot
     tail = (1 - cfg.confidence) / 2
     lo_all = column_bounds(facts, boot, tail, upper=False)
@@ -498,6 +537,15 @@ def _decide_batch(
     block_all = column_bounds(facts, boot, block_tail, upper=True)
     needed_nonzero = minimum_nonzero(block_tail)
     mde_factor = critical + normal_quantile(1 - POWER)
+    null_sd, null_deff = facts.null_sd, facts.null_deff
+    needed_all = pairs_needed(
+        null_sd[: len(batch.gates)],
+        [g.policy.margin for g in batch.gates],
+        ternary=facts.ternary[: len(batch.gates)],
+        deff=null_deff[: len(batch.gates)],
+        nonzero_share=(facts.nonzero / np.maximum(facts.units, 1))[: len(batch.gates)],
+        confidence=cfg.confidence,
+    )
     out: list[GateResult] = []
     for i, g in enumerate(batch.gates):
         p = g.policy
@@ -524,11 +572,27 @@ def _decide_batch(
             continue
         method = facts.method[i]
         clustered = method.startswith("cluster-")
-        lo, hi = feasible(float(lo_all[i]), float(hi_all[i]), cols.value_range)
-        block_hi = feasible(float(block_all[i]), float(block_all[i]), cols.value_range)[1]
+        lo, hi, block_hi = float(lo_all[i]), float(hi_all[i]), float(block_all[i])
         nonzero = int(facts.nonzero[i])
+        p_value = float(batch.p_values[i])
+        key = batch.keys[i]
+        threshold = thresholds.get(key, 0.0) if key is not None else None
+        confirmed = threshold is not None and p_value <= threshold
+        need = float(needed_all[i])
+        pairs_to_pass = int(need) if math.isfinite(need) else None
+        underpowered = pairs_to_pass is not None and n_pairs < pairs_to_pass
         decision, reason = gate_decision(
-            lo, hi, block_hi, p.margin, nonzero=nonzero, needed_nonzero=needed_nonzero, method=method
+            lo,
+            hi,
+            block_hi,
+            p.margin,
+            nonzero=nonzero,
+            needed_nonzero=needed_nonzero,
+            method=method,
+            p_value=p_value,
+            threshold=threshold,
+            n=n_pairs,
+            pairs_needed=pairs_to_pass,
         )
         family_block = decision == "block"
         breach_kind: Literal["floor", "ceiling"] | None = None
@@ -536,13 +600,9 @@ def _decide_batch(
         if i in batch.level_cols:
             low, high = batch.level_cols[i]
             if low is not None:
-                cand_lo, cand_hi = feasible(
-                    float(lo_all[low]), float(hi_all[low]), cols.value_range, level=True
-                )
+                cand_lo, cand_hi = float(lo_all[low]), float(hi_all[low])
             if high is not None:
-                cand_lo, cand_hi = feasible(
-                    -float(hi_all[high]), -float(lo_all[high]), cols.value_range, level=True
-                )
+                cand_lo, cand_hi = -float(hi_all[high]), -float(lo_all[high])
             bounds = (
                 -float(block_all[high]) if high is not None else cand_lo,
                 float(block_all[low]) if low is not None else cand_hi,
@@ -551,13 +611,6 @@ def _decide_batch(
             if breach:
                 decision, reason = "block", breach
                 breach_kind = "floor" if level_breach(*bounds, p.floor, None) else "ceiling"
-        se, sd = float(facts.se[i]), float(facts.sd[i])
-        need = float(pairs_needed(sd if math.isfinite(sd) else 0.0, p.margin, confidence=cfg.confidence))
-        pairs_to_pass = int(need) if math.isfinite(need) else None
-        underpowered = decision != "pass" and pairs_to_pass is not None and n_pairs < pairs_to_pass
-        if underpowered and decision == "review":
-            reason = f"{reason}; underpowered: {pairs_to_pass} pairs needed to decide at margin {p.margin:g}"
-        counts = g.gating and counts_toward_overall(decision, underpowered, cfg.underpowered, hi, p.margin)
         cause = gate_cause(
             decision,
             gating=g.gating,
@@ -567,9 +620,13 @@ def _decide_batch(
             method=method,
             breach=breach_kind,
             family_block=family_block,
+            confirmed=confirmed,
         )
-        # With no spread (no pair changed) there is no detectable effect to speak of.
-        mde = _finite(mde_factor * se) if math.isfinite(se) and se > 0 else None
+        counts = g.gating and counts_toward_overall(decision, cause, cfg.underpowered)
+        # The drop that blocks with 80% power, from the spread under no change (a regression
+        # cannot inflate it); none when nothing improved.
+        sd0 = float(null_sd[i]) * math.sqrt(float(null_deff[i]))
+        mde = _finite(mde_factor * sd0 / math.sqrt(n_pairs)) if math.isfinite(sd0) and sd0 > 0 else None
         out.append(
             GateResult(
                 **common,
@@ -581,6 +638,8 @@ def _decide_batch(
                 lo=lo,
                 hi=hi,
                 block_hi=block_hi,
+                p_value=p_value,
+                review_threshold=threshold,
                 candidate_lo=cand_lo,
                 candidate_hi=cand_hi,
                 decision=decision,

@@ -121,8 +121,12 @@ class Settings(StrictModel):
     block_confidence: float | None = None
     # non-zero differences a block needs at that level: ceil(log2(1 / (1 - block_confidence)))
     min_nonzero: int | None = None
-    # inform | review: what an underpowered gate's review does to the overall decision
+    # inform | review: whether a gate that neither passed nor showed a confirmed drop makes the
+    # overall decision review
     underpowered: str = "inform"
+    # the false-discovery level of reviews, and the distinct gates tested for a drop
+    review_fdr: float = 0.10
+    review_family_size: int = 0
     # the case field whose clusters were resampled (None: cases), and where it came from
     cluster_by: str | None = None
     cluster_source: Literal["config", "default"] | None = None
@@ -155,6 +159,11 @@ class GateResult(StrictModel):
     candidate_lo: float | None = None
     candidate_hi: float | None = None
     block_hi: float | None = None  # the family-wise upper bound a block needs below zero
+    # one-sided p-value of H0: Δ >= 0 (small: evidence of a drop), by the gate's method
+    p_value: float | None = None
+    # its threshold in the review family (weight x weighted Benjamini-Hochberg cutoff); a review
+    # needs p_value <= review_threshold; None when the gate is not in the family
+    review_threshold: float | None = None
     decision: Decision
     # why (one home: reports render it, never re-derive it)
     cause: GateCause = GateCause.TOO_FEW_PAIRS
@@ -163,12 +172,14 @@ class GateResult(StrictModel):
     # its own interval lies wholly below zero (hi < 0), whatever the family says
     worse: bool = False
     reason: str
-    # smallest true drop that blocks with 80% probability at the family-wise level: (c + 0.84) SE
+    # smallest true drop that blocks with 80% probability at the family-wise level,
+    # (c + 0.84) σ0 / √n with σ0 the spread under no change (from the improvements only)
     mde: float | None = None
     mde_exceeds_margin: bool = False
-    # pairs to pass with 80% probability at true zero change (never below the no-change floor)
+    # pairs to pass with 80% probability when nothing changed, from σ0 (a regression cannot
+    # inflate it): gate.stats.pairs_needed
     pairs_needed: int | None = None
-    # cannot reach its margin with the pairs it has (n < pairs_needed) and did not pass
+    # fewer pairs than pairs_needed (whatever the decision)
     underpowered: bool = False
     note: str | None = None  # why a shown gate does not count
 

@@ -7,29 +7,35 @@ for 0/1 metrics, t or the bootstrap for others, clusters when the cases have the
 per-gate interval ``[lo, hi]``, the family-wise upper bound ``block_hi`` and the margin ``m``,
 checked in this order:
 
-- ``lo >= -m`` -> pass. The overall pass needs every gate to pass (an intersection-union
-  test), so each gate's own one-sided bound is the right one: no multiplicity correction.
-- ``block_hi < 0`` with at least ``min_nonzero`` non-zero differences -> block. A block needs
-  evidence against one gate among many, so ``block_hi`` is simultaneous over the family of
-  distinct gates (max-statistic over the shared resamples, capped by Bonferroni).
-- otherwise -> review.
+- ``lo >= -m`` -> pass. Each gate passes on its own one-sided bound (an intersection-union
+  test: no multiplicity correction is owed).
+- ``block_hi < 0`` with at least ``min_nonzero`` non-zero differences -> block. ``block_hi`` is
+  simultaneous over the family of distinct gates (max-statistic over the shared resamples,
+  capped by Bonferroni): the chance of any false block stays at the one-sided level.
+- the gate's one-sided p-value of ``H0: Δ >= 0`` passes the weighted Benjamini-Hochberg rule
+  over the family at ``gate.review_fdr`` (0.10; the ``all`` gates hold half the weight) ->
+  review, a drop confirmed over the family.
+- otherwise review by the rule's letter, which informs only (``gate.underpowered: inform``,
+  the default) and is typed by its interval: dropped by more than the margin, worse on its
+  own evidence, no case changed, inconclusive.
 
 Floors and ceilings act on the candidate's own level: ``min`` blocks when the candidate's
 family-wise upper bound lies below it, ``max`` when its lower bound lies above it.
 
 A gate with fewer pairs than the floor (``min_pairs``, derived from the calibration when
-unset) is skipped with the reason. A gate that did not pass and has fewer pairs than it needs
-to pass at its margin is *underpowered*: under ``gate.underpowered: inform`` (the default) its
-review does not make the overall decision review; it can still block. Overall: block if any
-gating gate blocks, else review if any counted gate reviews, else pass.
+unset) is skipped with the reason. Overall (:mod:`gate.decision.verdict`): block if a gating
+gate blocks, else review if a counted gate reviews, else pass, with a cause saying whether the
+pass verified the margin, detected nothing, or leaves gates worse on their own evidence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
+
+import numpy as np
 
 from gate.core.errors import EXIT_FAILED, EXIT_OK
 from gate.model.config import GateConfig
@@ -111,15 +117,6 @@ class MetricPolicy:
     note: str | None = None
 
 
-def interval_decision(lo: float, hi: float, margin: float) -> Overall:
-    """design.md's rule for one interval of the oriented difference (one gate, no family)."""
-    if lo >= -margin:
-        return "pass"
-    if hi < 0:
-        return "block"
-    return "review"
-
-
 def level_breach(
     candidate_lo: float | None, candidate_hi: float | None, floor: float | None, ceiling: float | None
 ) -> str | None:
@@ -138,12 +135,6 @@ def skip_reason(pairs: int, min_pairs: int) -> str | None:
         noun = "pair" if pairs == 1 else "pairs"
         return f"only {pairs} {noun} scored in both runs (min_pairs {min_pairs})"
     return None
-
-
-def overall_decision(decisions: Iterable[str]) -> Overall:
-    """block if any blocks, else review if any reviews, else pass (skipped gates are ignored)."""
-    worst = max((_SEVERITY[d] for d in decisions), default=1)
-    return "block" if worst == 3 else "review" if worst == 2 else "pass"
 
 
 def nothing_compared(gating: Iterable[tuple[str, str]]) -> bool:
@@ -165,43 +156,66 @@ def gate_decision(
     nonzero: int,
     needed_nonzero: int,
     method: str,
+    p_value: float = 1.0,
+    threshold: float | None = None,
+    n: int = 0,
+    pairs_needed: int | None = None,
 ) -> tuple[Overall, str]:
-    """The decision rule with calibrated intervals (docs/gate.md), and its reason.
+    """The decision rule (docs/gate.md), and its reason.
 
     - ``lo >= -m`` -> pass: the per-gate one-sided bound (each gate must pass on its own, an
       intersection-union test, so no multiplicity correction is owed);
     - ``block_hi < 0`` with at least ``needed_nonzero`` non-zero differences -> block: the
       family-wise upper bound (simultaneous over the distinct gates) lies below zero;
-    - otherwise review.
-
-    ``method`` "no-change" (no pair changed) never reads as "no change": the interval is what
-    the pairs can rule out, and the reason says so.
+    - ``p_value <= threshold`` -> review, a drop confirmed over the family: the one-sided
+      p-value of ``H0: Δ >= 0`` passes the weighted Benjamini-Hochberg rule (``threshold`` is
+      this gate's ``w · cutoff``; None when the gate is not in the family);
+    - otherwise review by the rule's letter, which the overall decision leaves out unless
+      ``gate.underpowered: review`` (:func:`counts_toward_overall`); the reason says what the
+      interval shows: dropped by more than the margin (``hi < -m``), worse on its own evidence
+      (``hi < 0``), no case changed, or inconclusive (straddles ``-m``, with the pairs the
+      margin needs when ``n`` is short of ``pairs_needed``).
     """
+    interval = f"[{lo:+.4f}, {hi:+.4f}]"
     if lo >= -margin:
         if method == "no-change":
-            return "pass", f"no case changed; the interval [{lo:+.4f}, {hi:+.4f}] lies within the margin"
+            return "pass", f"no case changed; the interval {interval} lies within the margin"
+        if hi < 0:
+            return (
+                "pass",
+                f"worse within the margin: {interval} lies below zero and above -margin {-margin:+.4f}",
+            )
         return "pass", f"lower end {lo:+.4f} ≥ -margin {-margin:+.4f}"
     if block_hi < 0 and nonzero >= needed_nonzero:
         return "block", (
             f"real drop: the family-wise upper bound {block_hi:+.4f} is below zero "
             f"({nonzero} non-zero differences)"
         )
-    if method == "no-change":
-        return "review", f"no case changed, but {lo:+.4f} still reaches below -margin {-margin:+.4f}"
-    if block_hi < 0:
+    if threshold is not None and p_value <= threshold:
         return "review", (
-            f"likely drop: the upper bound {block_hi:+.4f} is below zero but only {nonzero} differences "
-            f"are non-zero (a block needs {needed_nonzero})"
+            f"drop confirmed over the family: p = {p_value:.2g} ≤ {threshold:.2g} "
+            f"(weighted Benjamini-Hochberg), interval {interval}"
+        )
+    unconfirmed = (
+        f"not confirmed over the family (p = {p_value:.2g} > {threshold:.2g})"
+        if threshold is not None
+        else "not in the review family"
+    )
+    if hi < -margin:
+        return (
+            "review",
+            f"dropped by more than the margin: {interval} lies wholly below -margin; {unconfirmed}",
         )
     if hi < 0:
-        return "review", (
-            f"likely drop: [{lo:+.4f}, {hi:+.4f}] lies below zero for this gate, not across the family "
-            f"(family-wise upper bound {block_hi:+.4f})"
-        )
-    return (
-        "review",
-        f"inconclusive: [{lo:+.4f}, {hi:+.4f}] reaches below -margin {-margin:+.4f} and above zero",
+        return "review", f"worse on its own evidence: {interval} lies wholly below zero; {unconfirmed}"
+    short = (
+        f"; {pairs_needed} pairs needed to pass at margin {margin:g}"
+        if pairs_needed is not None and n < pairs_needed
+        else ""
     )
+    if method == "no-change":
+        return "review", f"no case changed, but {n} pairs only rule out drops larger than {-lo:.4f}{short}"
+    return "review", f"inconclusive: {interval} reaches below -margin {-margin:+.4f} and above zero{short}"
 
 
 def gate_cause(
@@ -246,20 +260,38 @@ def gate_cause(
     return GateCause.STRADDLES_MARGIN
 
 
-def counts_toward_overall(
-    decision: str, underpowered: bool, mode: str, hi: float | None, margin: float
-) -> bool:
+def counts_toward_overall(decision: str, cause: GateCause, mode: str) -> bool:
     """Whether a gating gate's decision enters the overall one.
 
-    Under ``gate.underpowered: inform`` an underpowered gate's review is left out (it could not
-    reach its margin with its pairs, so a review says little about the change) -- unless its
-    own interval lies wholly beyond the margin (``hi < -margin``): a likely drop larger than the
-    margin that is not significant across the family still needs a person. (Any ``hi < 0``
-    would do that too often by chance: about 2.5% per underpowered gate under no change.)
+    Passes and blocks count; a review counts when it is a drop confirmed over the family, or
+    under ``gate.underpowered: review`` (every gate that did not pass then asks for a person).
+    Otherwise a review that is only the rule's letter (inconclusive, worse on its own evidence
+    but not confirmed, no case changed) informs: reviewing every gate that cannot pass would
+    review most unchanged pull requests once gates multiply. Skipped and shown-only gates never
+    count.
     """
-    if decision != "review" or not underpowered or mode == "review":
+    if decision == "skipped" or cause in (GateCause.NOT_GATING, GateCause.TOO_FEW_PAIRS):
+        return False
+    if decision != "review":
         return True
-    return hi is not None and hi < -margin
+    return cause == GateCause.DROP_CONFIRMED or mode == "review"
+
+
+# The share of the review family's weight the `all` gates hold (the rest is split among the
+# slices' gates): the overall gates are read first and decide most pull requests.
+ALL_SHARE = 0.5
+
+
+def review_weights(whole: Sequence[bool]) -> np.ndarray:
+    """Weights of the weighted Benjamini-Hochberg rule: the ``all`` gates (``whole``) share
+    :data:`ALL_SHARE` of the total, the slices' gates the rest; equal weights when either group
+    is empty. They average 1."""
+    flags = np.asarray(whole, dtype=bool)
+    g = flags.size
+    n_all = int(flags.sum())
+    if g == 0 or n_all in (0, g):
+        return np.ones(g)
+    return np.where(flags, ALL_SHARE * g / n_all, (1 - ALL_SHARE) * g / (g - n_all))
 
 
 def metric_policy(

@@ -1,7 +1,6 @@
 """What a pipeline returns for one case (retrieved chunks, an answer) and what a metric makes of it.
 
-The formats of adapter results (docs/running.md, "Accepted result shapes") and of the
-``metrics`` values of a run row.
+The design.md formats of adapter results and of the ``metrics`` values of a run row.
 """
 
 from __future__ import annotations

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from gate.decision.decide import (
+    GateCause,
     counts_toward_overall,
     exit_code_for,
     gate_decision,
-    interval_decision,
     level_breach,
     metric_policy,
-    overall_decision,
+    review_weights,
     skip_reason,
 )
 from gate.metrics import registry
@@ -25,19 +25,19 @@ from gate.model.config import GateConfig
     [
         (-0.02, 0.05, "pass"),  # lo == -margin passes (>=)
         (-0.0199, -0.001, "pass"),  # a small sure drop within the margin still passes
-        (-0.077, -0.010, "block"),  # 001's example
+        (-0.077, -0.010, "block"),  # the family-wise bound (here the interval itself) below zero
         (-0.05, 0.0, "review"),  # hi == 0 is not wholly below zero
         (-0.0201, 0.03, "review"),
         (0.01, 0.04, "pass"),
     ],
 )
-def test_interval_decision(lo: float, hi: float, expected: str) -> None:
-    assert interval_decision(lo, hi, 0.02) == expected
+def test_interval_rule(lo: float, hi: float, expected: str) -> None:
+    assert gate_decision(lo, hi, hi, 0.02, nonzero=20, needed_nonzero=6, method="t")[0] == expected
 
 
 def test_zero_margin() -> None:
-    assert interval_decision(0.0, 0.1, 0.0) == "pass"
-    assert interval_decision(-1e-9, 0.1, 0.0) == "review"
+    assert gate_decision(0.0, 0.1, 0.1, 0.0, nonzero=20, needed_nonzero=6, method="t")[0] == "pass"
+    assert gate_decision(-1e-9, 0.1, 0.1, 0.0, nonzero=20, needed_nonzero=6, method="t")[0] == "review"
 
 
 def test_level_breach_floor_and_ceiling() -> None:
@@ -54,54 +54,86 @@ def test_level_breach_floor_and_ceiling() -> None:
     assert level_breach(0.05, 0.20, None, 0.10) is None
 
 
-def test_overall_and_skips() -> None:
-    assert overall_decision(["pass", "review", "block"]) == "block"
-    assert overall_decision(["pass", "review", "skipped"]) == "review"
-    assert overall_decision(["pass", "skipped"]) == "pass"
-    assert overall_decision([]) == "pass"
+def test_skips() -> None:
     assert skip_reason(3, 10) == "only 3 pairs scored in both runs (min_pairs 10)"
     assert skip_reason(1, 10) == "only 1 pair scored in both runs (min_pairs 10)"
     assert skip_reason(10, 10) is None
 
 
-def test_gate_decision_passes_per_gate_and_blocks_family_wise() -> None:
-    kw: dict[str, Any] = dict(nonzero=12, needed_nonzero=8, method="tango")
+def test_gate_decision_passes_per_gate_blocks_family_wise_and_reviews_confirmed_drops() -> None:
+    kw: dict[str, Any] = dict(nonzero=12, needed_nonzero=8, method="tango", n=200, pairs_needed=1067)
     assert gate_decision(-0.019, 0.03, 0.05, 0.02, **kw)[0] == "pass"
-    # the per-gate interval lies below zero, the family-wise bound does not: a likely drop
-    decision, reason = gate_decision(-0.09, -0.01, 0.004, 0.02, **kw)
-    assert decision == "review"
-    assert reason == (
-        "likely drop: [-0.0900, -0.0100] lies below zero for this gate, not across the family "
-        "(family-wise upper bound +0.0040)"
+    assert gate_decision(-0.015, -0.001, 0.05, 0.02, **kw) == (
+        "pass",
+        "worse within the margin: [-0.0150, -0.0010] lies below zero and above -margin -0.0200",
     )
-    decision, reason = gate_decision(-0.09, -0.03, -0.004, 0.02, **kw)
-    assert (decision, reason) == (
+    # the per-gate interval lies below zero, the family-wise bound does not, the family's
+    # false-discovery rule does not confirm it: worse on its own evidence
+    assert gate_decision(-0.09, -0.01, 0.004, 0.02, p_value=0.01, threshold=0.004, **kw) == (
+        "review",
+        "worse on its own evidence: [-0.0900, -0.0100] lies wholly below zero; "
+        "not confirmed over the family (p = 0.01 > 0.004)",
+    )
+    assert gate_decision(-0.09, -0.01, 0.004, 0.02, p_value=0.003, threshold=0.004, **kw) == (
+        "review",
+        "drop confirmed over the family: p = 0.003 ≤ 0.004 (weighted Benjamini-Hochberg), "
+        "interval [-0.0900, -0.0100]",
+    )
+    # wholly below -margin: "dropped by more than the margin", never "inconclusive", no pairs_needed
+    assert gate_decision(-0.695, -0.101, 0.1, 0.02, p_value=0.02, threshold=0.001, **kw) == (
+        "review",
+        "dropped by more than the margin: [-0.6950, -0.1010] lies wholly below -margin; "
+        "not confirmed over the family (p = 0.02 > 0.001)",
+    )
+    assert gate_decision(-0.09, -0.03, -0.004, 0.02, **kw) == (
         "block",
         "real drop: the family-wise upper bound -0.0040 is below zero (12 non-zero differences)",
     )
-    # too few non-zero differences for any level-0.4% test: review, whatever the bound
-    few = gate_decision(-0.09, -0.03, -0.004, 0.02, nonzero=7, needed_nonzero=8, method="t")
-    assert few == (
+    # too few non-zero differences for a block at the family's level: not a block
+    few = gate_decision(-0.09, -0.03, -0.004, 0.02, **{**kw, "nonzero": 7})
+    assert few[0] == "review" and few[1].startswith("dropped by more than the margin")
+    # inconclusive only when the interval straddles -margin; the pairs needed when short of them
+    assert gate_decision(-0.09, 0.05, 0.1, 0.02, p_value=0.4, threshold=0.001, **kw) == (
         "review",
-        "likely drop: the upper bound -0.0040 is below zero but only 7 differences are non-zero "
-        "(a block needs 8)",
+        "inconclusive: [-0.0900, +0.0500] reaches below -margin -0.0200 and above zero; "
+        "1067 pairs needed to pass at margin 0.02",
     )
     # no case changed: never read as "no change"
-    decision, reason = gate_decision(-0.16, 0.16, 0.25, 0.02, nonzero=0, needed_nonzero=8, method="no-change")
-    assert decision == "review" and reason.startswith("no case changed, but -0.1600")
+    decision, reason = gate_decision(
+        -0.16, 0.16, 0.25, 0.02, nonzero=0, needed_nonzero=8, method="no-change", n=20, pairs_needed=189
+    )
+    assert (decision, reason) == (
+        "review",
+        "no case changed, but 20 pairs only rule out drops larger than 0.1600; 189 pairs needed to pass "
+        "at margin 0.02",
+    )
     assert gate_decision(-0.0019, 0.0019, 0.003, 0.02, nonzero=0, needed_nonzero=8, method="no-change") == (
         "pass",
         "no case changed; the interval [-0.0019, +0.0019] lies within the margin",
     )
 
 
-def test_underpowered_reviews_inform_unless_they_look_like_a_drop() -> None:
-    assert counts_toward_overall("review", True, "inform", 0.1, 0.02) is False
-    assert counts_toward_overall("review", True, "inform", -0.01, 0.02) is False  # within the margin
-    assert counts_toward_overall("review", True, "inform", -0.03, 0.02) is True  # beyond it
-    assert counts_toward_overall("review", True, "review", 0.1, 0.02) is True
-    assert counts_toward_overall("review", False, "inform", 0.1, 0.02) is True
-    assert counts_toward_overall("block", True, "inform", -0.1, 0.02) is True  # blocks always count
+def test_only_confirmed_reviews_count_unless_underpowered_review() -> None:
+    for cause in (
+        GateCause.STRADDLES_MARGIN,
+        GateCause.WORSE_ON_OWN_EVIDENCE,
+        GateCause.DROPPED_BEYOND_MARGIN,
+    ):
+        assert counts_toward_overall("review", cause, "inform") is False
+        assert counts_toward_overall("review", cause, "review") is True
+    assert counts_toward_overall("review", GateCause.DROP_CONFIRMED, "inform") is True
+    assert counts_toward_overall("block", GateCause.DROPPED_FAMILY_WISE, "inform") is True
+    assert counts_toward_overall("pass", GateCause.PASSED_ON_EVIDENCE, "inform") is True
+    assert counts_toward_overall("skipped", GateCause.TOO_FEW_PAIRS, "review") is False
+    assert counts_toward_overall("pass", GateCause.NOT_GATING, "review") is False
+
+
+def test_review_weights_give_the_all_gates_half() -> None:
+    w = review_weights([True, True, False, False, False, False, False, False])
+    assert w.tolist() == [2.0, 2.0, 2 / 3, 2 / 3, 2 / 3, 2 / 3, 2 / 3, 2 / 3]
+    assert w.mean() == pytest.approx(1.0)
+    assert review_weights([True, True]).tolist() == [1.0, 1.0]
+    assert review_weights([]).size == 0
 
 
 def test_direction_comes_from_the_registry() -> None:

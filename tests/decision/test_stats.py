@@ -8,7 +8,8 @@ import random
 import subprocess
 import sys
 import tracemalloc
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,14 +17,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate import stats
-from gate.decision.decide import interval_decision
-from gate.stats import (
-    BootstrapResult,
-    bootstrap_means,
-    cohen_kappa,
-    minimum_detectable_effect,
-    paired_bootstrap,
-)
+from gate.stats import BootstrapResult, bootstrap_means, cohen_kappa
+
+
+def paired(
+    baseline: Sequence[float | None] | np.ndarray, candidate: Sequence[float | None] | np.ndarray, **kw: Any
+) -> tuple[float, float, float]:
+    """(mean, lo, hi) of the bootstrap of candidate - baseline (None/NaN: not a pair)."""
+    b = np.array([np.nan if v is None else v for v in baseline], dtype=float)
+    c = np.array([np.nan if v is None else v for v in candidate], dtype=float)
+    r = bootstrap_means(c - b, **kw)
+    return float(r.estimate[0]), float(r.lo[0]), float(r.hi[0])
 
 
 def seed_systems() -> tuple[list[float], list[float]]:
@@ -59,36 +63,35 @@ def test_seed_systems_block_at_margin_002() -> None:
     base, cand = seed_systems()
     assert sum(base) / 300 == pytest.approx(0.717, abs=5e-4)
     assert sum(cand) / 300 == pytest.approx(0.673, abs=5e-4)
-    mean, lo, hi = paired_bootstrap(base, cand)
+    mean, lo, hi = paired(base, cand)
     assert mean == pytest.approx(-13 / 300, abs=1e-12)  # -0.043
     # 001 prints [-0.077, -0.010] from another RNG; the Monte-Carlo error of a 2.5% quantile
     # with 10,000 resamples is about 0.001 here.
     assert lo == pytest.approx(-0.077, abs=0.006)
     assert hi == pytest.approx(-0.010, abs=0.006)
-    assert interval_decision(lo, hi, 0.02) == "block"
+    assert hi < 0 and lo < -0.02  # wholly below zero, reaching below -margin: a block
     for seed in (1, 2, 3):
-        _, lo_s, hi_s = paired_bootstrap(base, cand, seed=seed)
-        assert interval_decision(lo_s, hi_s, 0.02) == "block"
+        _, lo_s, hi_s = paired(base, cand, seed=seed)
+        assert hi_s < 0 and lo_s < -0.02
 
 
 # -- agreement with scipy -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method,scipy_method", [("percentile", "percentile"), ("bca", "BCa")])
-def test_agrees_with_scipy_bootstrap(method: Literal["percentile", "bca"], scipy_method: str) -> None:
+def test_agrees_with_scipy_bootstrap() -> None:
     from scipy.stats import bootstrap
 
     rng = np.random.default_rng(42)
     for trial in range(3):
         base = rng.beta(2, 3, size=150)
         cand = np.clip(base + rng.normal(0.02, 0.1, size=150), 0, 1)
-        mean, lo, hi = paired_bootstrap(base, cand, method=method, seed=trial)
+        mean, lo, hi = paired(base, cand, seed=trial)
         ref = bootstrap(
             (base, cand),
             lambda b, c, axis: np.mean(c - b, axis=axis),
             paired=True,
             vectorized=True,
-            method=scipy_method,
+            method="percentile",
             n_resamples=10_000,
             random_state=trial,
         )
@@ -125,9 +128,7 @@ def test_coverage_of_95_percent_intervals() -> None:
 def test_no_change_block_rate() -> None:
     diffs, _ = _synthetic(1000, 200, 0.2, seed=8, null=True)
     result = bootstrap_means(diffs, resamples=2000, seed=12)
-    blocks = np.array(
-        [interval_decision(lo, hi, 0.02) == "block" for lo, hi in zip(result.lo, result.hi, strict=True)]
-    )
+    blocks = result.hi < 0  # a single gate blocks when its interval lies wholly below zero
     # nominal 2.5% (one side of a 95% interval) plus three binomial SEs over 1000 sets
     assert blocks.mean() <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / 1000), blocks.mean()
 
@@ -146,8 +147,6 @@ def test_cluster_bootstrap_widens_for_grouped_questions() -> None:
     # design effect 1 + (m - 1) * ICC with ICC ~ 0.94: the SE grows about 3x
     assert width_grouped > 2 * width_naive
     assert int(grouped.units[0]) == groups
-    _, lo, hi = paired_bootstrap(np.zeros(groups * size), diffs, resamples=4000, seed=1, clusters=labels)
-    assert (lo, hi) == pytest.approx((grouped.lo[0], grouped.hi[0]))
 
 
 def test_cluster_coverage_holds_where_naive_fails() -> None:
@@ -172,20 +171,16 @@ def test_cluster_coverage_holds_where_naive_fails() -> None:
 def test_missing_values_drop_pairs() -> None:
     base = [1.0, None, 0.0, 1.0, 0.5, float("nan")] * 20
     cand = [1.0, 1.0, None, 0.0, 1.0, 1.0] * 20
-    mean, lo, hi = paired_bootstrap(base, cand, resamples=4000)
+    mean, lo, hi = paired(base, cand, resamples=4000)
     kept = [
         (b, c)
         for b, c in zip(base, cand, strict=True)
         if b is not None and c is not None and not math.isnan(b)
     ]
     assert mean == pytest.approx(sum(c - b for b, c in kept) / len(kept))
-    _, lo2, hi2 = paired_bootstrap([b for b, _ in kept], [c for _, c in kept], resamples=4000)
+    _, lo2, hi2 = paired([b for b, _ in kept], [c for _, c in kept], resamples=4000)
     se = np.std([c - b for b, c in kept], ddof=1) / math.sqrt(len(kept))
     assert lo == pytest.approx(lo2, abs=0.2 * se) and hi == pytest.approx(hi2, abs=0.2 * se)
-    with pytest.raises(ValueError, match="no case"):
-        paired_bootstrap([None, 1.0], [1.0, None])
-    with pytest.raises(ValueError, match="scores"):
-        paired_bootstrap([1.0], [1.0, 0.0])
 
 
 def test_fraction_columns_match_the_float64_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -321,14 +316,8 @@ def test_interval_contains_estimate_and_is_ordered(values: list[float], seed: in
     )
 
 
-def test_minimum_detectable_effect() -> None:
-    assert minimum_detectable_effect(0.01) == pytest.approx(0.01 * (1.959964 + 0.841621), rel=1e-5)
-    assert minimum_detectable_effect(0.01, confidence=0.99) > minimum_detectable_effect(0.01)
-    assert minimum_detectable_effect(0.0) == 0.0
-
-
 def test_constant_column_and_empty() -> None:
-    r = bootstrap_means(np.full(30, 0.25), resamples=300, method="bca")
+    r = bootstrap_means(np.full(30, 0.25), resamples=300)
     assert (r.lo[0], r.hi[0], r.estimate[0]) == pytest.approx((0.25, 0.25, 0.25))
     empty = bootstrap_means(np.full((5, 1), np.nan), resamples=100)
     assert math.isnan(empty.lo[0]) and empty.n[0] == 0
@@ -455,10 +444,19 @@ def test_family_max_statistic_lies_between_one_gate_and_bonferroni() -> None:
 
 
 def test_pairs_needed_and_minimum_nonzero() -> None:
-    # 0/1 metric with 5% flips: σ_d = √0.05; ((1.96 + 0.8416) √0.05 / 0.02)² = 981.2 -> 982
-    assert stats.pairs_needed(math.sqrt(0.05), 0.02).item() == 982
-    # an unchanged set still needs z²(1-m)/m = 188.2 -> 189 pairs before it can pass
+    # 0/1 metric with 5% churn: Tango's score test of Δ = -0.02 has per-pair variance
+    # v1 = 2q - m - m² with q = (0.09 + √(0.09² - 4·0.05·0.02·1.02))/4 = 0.03877, so
+    # v1 = 0.05714, v0 = 0.05: ((1.96 √v1 + 0.8416 √v0) / 0.02)² = 1066.4 -> 1067
+    assert stats.pairs_needed(math.sqrt(0.05), 0.02, ternary=True).item() == 1067
+    # churn 1%, 10%: 390, 2005 (the exact pass probability there: 0.82, 0.80; docs/gate.md)
+    assert stats.pairs_needed(np.sqrt([0.01, 0.10]), 0.02, ternary=True).tolist() == [390, 2005]
+    # an unchanged set still needs z²(1-m)/m = 188.2 -> 189 pairs before it can pass, 0/1 or not
+    assert stats.pairs_needed(0.0, 0.02, ternary=True).item() == 189
     assert stats.pairs_needed(0.0, 0.02).item() == 189
+    # graded: ((t + 0.8416) σ0 / m)², t at n · share - 1 degrees of freedom: about z's 196 at σ0 0.1
+    assert stats.pairs_needed(0.1, 0.02, nonzero_share=0.5).item() == 200
+    # a design effect of 2 doubles a 0/1 gate's pairs
+    assert stats.pairs_needed(math.sqrt(0.05), 0.02, ternary=True, deff=2.0).item() == 2134  # 2 x 1066.4
     assert math.isnan(stats.pairs_needed(0.1, 0.0).item())
     assert stats.minimum_nonzero(0.025) == 6  # 2^-5 = 3.1% > 2.5% >= 2^-6
     assert stats.minimum_nonzero(0.025 / 89) == 12
@@ -481,3 +479,41 @@ def test_clustered_0_1_differences_take_tango_over_the_design_effect() -> None:
     assert (lo, hi) == (float(ref_lo), float(ref_hi))
     case_lo, case_hi = stats.tango_bounds(1, 10, 100, 0.025)
     assert lo < float(case_lo) and hi > float(case_hi)  # wider than as independent cases
+
+
+def test_few_clusters_take_t_on_cluster_means_with_g_minus_1_df() -> None:
+    # 8 documents x 6 questions: below MIN_CLUSTERS, a 0/1 column takes t on the cluster means
+    # with 7 degrees of freedom, not Rao-Scott's Tango on a design effect from 8 clusters
+    labels = np.repeat(np.arange(8), 6)
+    d = np.zeros((48, 1))
+    d[[0, 1, 2, 6, 7, 12, 20, 30, 31, 40], 0] = [-1, -1, -1, -1, 1, -1, 1, -1, -1, 1]
+    facts = stats.column_facts(d, clusters=labels)
+    assert facts.method == ["cluster-t"] and facts.units[0] == 8 and facts.df[0] == 7
+    means = d[:, 0].reshape(8, 6).mean(axis=1)
+    se = means.std(ddof=1) / math.sqrt(8)
+    t7 = 2.3646242515927  # t quantile at 0.975 with 7 degrees of freedom
+    lo = stats.column_bounds(facts, None, 0.025, upper=False)[0]
+    hi = stats.column_bounds(facts, None, 0.025, upper=True)[0]
+    assert (lo, hi) == pytest.approx((means.mean() - t7 * se, means.mean() + t7 * se), abs=1e-12)
+    # its drop p-value is Student's t at 7 degrees of freedom
+    from scipy.stats import t as student
+
+    assert stats.drop_p_values(facts)[0] == pytest.approx(student.cdf(means.mean() / se, 7), abs=1e-12)
+    # ten clusters and more: Rao-Scott's Tango again
+    more = stats.column_facts(np.tile(d, (2, 1)), clusters=np.repeat(np.arange(16), 6))
+    assert more.method == ["cluster-tango"]
+
+
+def test_drop_p_values_and_weighted_bh() -> None:
+    # 0/1 pairs: the exact sign test given the changed pairs, P(Bin(b + c, 1/2) >= c)
+    d = np.zeros((40, 3))
+    d[:8, 0] = -1.0  # 8 lost, none gained: 2^-8
+    d[:6, 1], d[6:8, 1] = -1.0, 1.0  # 6 lost, 2 gained: P(Bin(8, 1/2) >= 6) = 37/256
+    facts = stats.column_facts(d)
+    p = stats.drop_p_values(facts)
+    assert p.tolist() == pytest.approx([1 / 256, 37 / 256, 1.0], abs=1e-15)
+    # step-up: the largest k with the k-th smallest p/w at or below q k / G
+    assert stats.weighted_bh_cutoff([0.001, 0.02, 0.04, 0.5], [1, 1, 1, 1], 0.1) == pytest.approx(0.075)
+    assert stats.weighted_bh_cutoff([0.06, 0.5], [1, 1], 0.1) == 0.0
+    # weights (rescaled to average 1) move the budget: a heavy gate rejects alone
+    assert stats.weighted_bh_cutoff([0.06, 0.5], [3, 1], 0.1) == pytest.approx(0.05)  # 0.06 / 1.5

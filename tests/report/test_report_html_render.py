@@ -21,6 +21,7 @@ from render_helpers import allow_script, run_page
 from gate.decision.comparison import Comparison
 from gate.report.cases import PairedCases, explorer_cases
 from gate.report.markdown import attention as attention_rows
+from gate.report.markdown import informs_only
 from gate.run.artifact_io import read_artifact
 
 pytestmark = pytest.mark.browser
@@ -34,7 +35,8 @@ PROBE = """
   out.decisionBottom = rect('#decision').bottom;
   out.decisionText = document.querySelector('#decision').textContent;
   out.countsText = document.querySelector('#counts').textContent;
-  out.attentionBottom = rect('#attention').bottom;
+  out.attentionBottom = rect('#attention') ? rect('#attention').bottom : null;
+  out.firstScreen = document.body.innerText.slice(0, 600);
   out.attentionRows = Array.from(document.querySelectorAll('#attention tbody tr')).map(r => r.innerText);
   out.pageWidth = document.documentElement.scrollWidth;
   const rows = Array.from(document.querySelectorAll('#cases > tbody > tr'));
@@ -85,9 +87,11 @@ def test_report_opens_with_the_decision_and_its_explorer_filters(demo: Path, tmp
     m = run_page(allow_script(hostile, PROBE), WIDTH, SCREEN, tmp_path)
 
     # the first screen: the decision, then every gate that needs attention
-    # the billing drop is beyond the margin for its slice, not a block across the family
-    assert m["decisionText"] == "⚠️ Needs review"
-    assert m["decisionBottom"] < m["attentionBottom"] <= SCREEN
+    # the billing drop is beyond the margin for its slice, neither a block nor a review the
+    # family confirms: a pass whose why names the slice as worse, with its interval
+    assert comparison.verdict.cause == "worse_unconfirmed"
+    assert "answer.exact_match on tags=topic:billing" in m["firstScreen"]
+    assert m["attentionBottom"] is None or m["decisionBottom"] < m["attentionBottom"] <= SCREEN
     # the first screen's attention rows (blocks, then the reviews that decide, up to its size)
     first, _ = attention_rows(comparison, PairedCases(comparison, baseline, candidate))
     attention = [g for r in first for g in r.gates]
@@ -98,11 +102,11 @@ def test_report_opens_with_the_decision_and_its_explorer_filters(demo: Path, tmp
     assert text.count("real drop") == len(blocks) == 0
     gating = [g for g in comparison.gates if g.gating]
     counts = [sum(g.decision == d for g in gating) for d in ("block", "review", "pass", "skipped")]
-    informing = sum(g.decision == "review" and not g.counts for g in gating)
-    assert informing == 66  # the demo's reviews that do not decide, shown apart from the 3 that do
+    informing = sum(informs_only(g, comparison.settings.underpowered) for g in gating)
+    assert informing == 68  # the demo's reviews that only inform: none is confirmed over the family
     assert m["countsText"].startswith(
         f"{len(comparison.gates)} gates: {counts[0]} block · {counts[1] - informing} review · "
-        f"{informing} inform only · {counts[2]} pass · "
+        f"{informing} underpowered (inform only) · {counts[2]} pass · "
         f"{counts[3]} skipped · {len(comparison.gates) - len(gating)} not gating"
     )
     assert m["pageWidth"] <= WIDTH
