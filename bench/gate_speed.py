@@ -136,7 +136,7 @@ def build_artifact_runs(root: Path, cases: int, seed: int = 0) -> None:
                 expected_answer=_text(rng, 8),
                 expected_source_ids=[f"{doc}#0", f"{doc}#1"],
                 tags=[f"slice:{s}" for s in range(SLICES) if rng.random() < 0.25],
-                metadata={"document_id": doc, "topic": f"topic-{i % 12}"},
+                metadata={"source": doc, "topic": f"topic-{i % 12}"},
             )
         )
     sha = dataset_sha256(dataset)
@@ -144,7 +144,7 @@ def build_artifact_runs(root: Path, cases: int, seed: int = 0) -> None:
         run_rng = random.Random(f"{seed}-{run}")
         rows = []
         for case in dataset:
-            doc = case.metadata["document_id"]
+            doc = case.metadata["source"]
             hits = [f"{doc}#{j}" for j in range(2) if run_rng.random() < 0.7]
             others = [f"doc-{run_rng.randrange(2000):04d}#{run_rng.randrange(4)}" for _ in range(5)]
             ids = (hits + others)[:5]

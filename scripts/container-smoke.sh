@@ -12,7 +12,12 @@
 #   6. the hostile pipeline (tests/pipelines/hostile.py) as a python, a command and an
 #      http-served pipeline, each with a hostile `install` command, with secrets of every kind
 #      in the container's environment: nothing it could read or write holds a secret, no
-#      file-command file changes but by ragproof, and no command it printed is obeyed.
+#      file-command file changes but by ragproof, and no command it printed is obeyed;
+#   7. the pull request that commits `.ragproof -> /opt/pipeline` (a directory uid 64000 owns in
+#      the image) with an install command that leaves a daemon (double fork + setsid) to swap
+#      the staging directory and plant links to a ragproof module and GITHUB_ENV: refused before
+#      any untrusted code runs; and with the workspace's own directory, the daemon is ended
+#      before the run is written (it never sees the finished run).
 #
 # Needs root, podman, runc and mmdebstrap (apt-get install -y podman buildah runc mmdebstrap).
 # Settings (environment): RAGPROOF_SMOKE_DIR (work directory; each run uses a fresh job
@@ -263,6 +268,74 @@ hostile_run command $'  type: command\n  command: [python, hostile.py, stdio]\n'
 port="$(free_port)"
 hostile_run http $'  type: http\n  url: http://127.0.0.1:'"$port"$'\n' \
     "python hostile.py install; python hostile.py serve $port & python hostile.py wait $port"
+
+# The symlinked-out-parent attack (tests/pipelines/swapper.py), as root in the image with the
+# pipeline as uid 64000. LINK: whether the checkout holds `.ragproof -> /opt/pipeline`.
+boundary_run() { # NAME LINK
+    local name="$1" dir="$JOB/boundary-$1"
+    rm -rf "$dir"
+    mkdir -p "$dir/workspace" "$dir/workflow" "$dir/file_commands" "$dir/daemon"
+    chmod 0777 "$dir/daemon"  # where the daemon reports (its pid, whether it saw the finished run)
+    cp "$ROOT/tests/pipelines/swapper.py" "$dir/workspace/"
+    printf '%s\n' '{"id": "case-1", "question": "fact 1?", "expected_source_ids": ["doc-1"]}' \
+        '{"id": "case-2", "question": "fact 2?", "expected_source_ids": ["doc-1"]}' >"$dir/workspace/cases.jsonl"
+    printf 'version: 1\ndataset: cases.jsonl\nadapter:\n  type: command\n  command: [python, swapper.py, stdio]\n  timeout_s: 120\n  concurrency: 1\nrun:\n  k: 1\n  metrics: [retrieval.hit_rate_at_k]\n' \
+        >"$dir/workspace/ragproof.yaml"
+    printf '%s\n' '{"watch": "/opt/pipeline", "artifact": "/github/workspace/.ragproof/run/run.json",
+ "marker": "/github/daemon/saw-artifact", "pid_file": "/github/daemon/pid", "seconds": 120,
+ "log_target": "/opt/ragproof/lib/python3*/site-packages/gate/report/markdown.py",
+ "summary_target": "/github/file_commands/set_env"}' >"$dir/workspace/settings.json"
+    if [ "$2" = link ]; then ln -s /opt/pipeline "$dir/workspace/.ragproof"; fi
+    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\", \"repository\": {\"id\": 1001, \"full_name\": \"acme/rag\", \"default_branch\": \"main\"}}" \
+        >"$dir/workflow/event.json"
+    for f in set_env set_output step_summary; do : >"$dir/file_commands/$f"; done
+    set +e
+    podman run --rm --network host \
+        -v "$dir/workspace:/github/workspace" -w /github/workspace \
+        -v "$dir/workflow:/github/workflow" -v "$dir/file_commands:/github/file_commands" \
+        -v "$dir/daemon:/github/daemon" \
+        -e CI=true -e GITHUB_ACTIONS=true \
+        -e GITHUB_EVENT_NAME=push -e GITHUB_EVENT_PATH=/github/workflow/event.json \
+        -e GITHUB_SHA="$MAIN_SHA" -e GITHUB_REF=refs/heads/main \
+        -e GITHUB_REPOSITORY=acme/rag -e GITHUB_API_URL=http://127.0.0.1:9 \
+        -e GITHUB_SERVER_URL=https://github.example -e GITHUB_RUN_ID=4244 \
+        -e GITHUB_WORKSPACE=/github/workspace \
+        -e GITHUB_ENV=/github/file_commands/set_env -e GITHUB_OUTPUT=/github/file_commands/set_output \
+        -e GITHUB_STEP_SUMMARY=/github/file_commands/step_summary \
+        -e INPUT_CONFIG=ragproof.yaml -e INPUT_MODE=run -e INPUT_OUT=.ragproof/run \
+        -e "INPUT_INSTALL=python swapper.py daemon settings.json" \
+        "$IMAGE" >"$dir/stdout" 2>"$dir/stderr"
+    echo $? >"$dir/exit"
+    set -e
+    "$PYTHON" - "$dir" "$2" <<'PY'
+import sys
+from pathlib import Path
+
+directory, link = Path(sys.argv[1]), sys.argv[2] == "link"
+stdout, stderr = (directory / "stdout").read_text(), (directory / "stderr").read_text()
+code = int((directory / "exit").read_text())
+assert "PWNED" not in stdout + stderr, (stdout[-2000:], stderr[-2000:])
+assert (directory / "file_commands/set_env").read_text() == ""
+if link:
+    assert code == 64, (code, stderr[-2000:])
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "ragproof: error: /github/workspace/.ragproof: a symbolic link; ragproof writes there as root"
+    ), stderr[-2000:]
+    assert not (directory / "daemon/pid").exists(), "the install command ran"
+    print("container smoke: .ragproof -> /opt/pipeline refused before any untrusted code ran")
+else:
+    assert code == 0, (code, stdout[-2000:], stderr[-2000:])
+    assert (directory / "daemon/pid").exists(), "the daemon did not start"
+    assert not (directory / "daemon/saw-artifact").exists(), "the daemon outlived the run"
+    assert "PWNED" in (directory / "workspace/.ragproof/run/adapter-stderr.log").read_text()
+    print("container smoke: the setsid daemon was ended before the run was written")
+PY
+}
+
+log "the symlinked-out-parent attack in the image"
+boundary_run linked link
+boundary_run own-directory none
 
 log "push to main (baseline run)"
 fresh_job

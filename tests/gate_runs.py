@@ -20,6 +20,7 @@ from gate.model.artifact import (
     Summary,
     ToolInfo,
 )
+from gate.model.dataset import CaseKind
 from gate.model.records import MetricResult
 from gate.run.artifact_io import read_artifact, write_artifact
 
@@ -45,7 +46,7 @@ def row(
     case_id: str,
     scores: dict[str, float | None],
     *,
-    kind: str = "qa",
+    kind: CaseKind = "qa",
     tags: Sequence[str] = (),
     status: RowStatus = "ok",
     metadata: dict[str, Any] | None = None,
@@ -116,7 +117,7 @@ def fixed_runs() -> tuple[RunArtifact, RunArtifact]:
     for i in range(240):
         topic = ("billing", "sync", "security")[i % 3]
         tags = [f"topic:{topic}"]
-        kind = "unanswerable" if i % 10 == 0 else "qa"
+        kind: CaseKind = "unanswerable" if i % 10 == 0 else "qa"
         if kind == "unanswerable":
             over_b = 1.0 if rng.random() < 0.1 else 0.0
             over_c = 1.0 if rng.random() < 0.1 else 0.0

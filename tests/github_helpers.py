@@ -17,7 +17,6 @@ from servers.github_server import GitHubServer, GitHubState
 
 from gate import __version__
 from gate.github.client import GitHubClient
-from gate.github.workflow import parse_output_file
 from gate.model.artifact import (
     DatasetInfo,
     GitInfo,
@@ -152,6 +151,12 @@ def make_workspace(root: Path, *, config: str = CONFIG) -> Path:
     return workspace
 
 
+def _limit_memory(limit: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def run_action(
     root: Path,
     api_url: str,
@@ -165,8 +170,12 @@ def run_action(
     workflow_file: str = "pr-gate.yml",
     extra_env: dict[str, str] | None = None,
     timeout: float = 120,
+    memory_limit: int | None = None,
 ) -> ActionRun:
-    """Run ``ragproof action`` as the runner would: a subprocess with GITHUB_*/INPUT_* set."""
+    """Run ``ragproof action`` as the runner would: a subprocess with GITHUB_*/INPUT_* set.
+
+    ``memory_limit``: the process's address space in bytes (``RLIMIT_AS``), for bounds tests.
+    """
     workspace = root / "workspace"
     home = root / "runner"
     home.mkdir(exist_ok=True)
@@ -206,6 +215,7 @@ def run_action(
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=None if memory_limit is None else lambda: _limit_memory(memory_limit),
     )
     return ActionRun(
         proc.returncode,
@@ -215,6 +225,33 @@ def run_action(
         summary_path.read_text(),
         workspace,
     )
+
+
+def parse_output_file(text: str) -> dict[str, str]:
+    """Read a ``$GITHUB_OUTPUT`` file back the way the runner does: ``name=value`` lines and
+    ``name<<DELIMITER`` heredocs."""
+    values: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            body: list[str] = []
+            while i < len(lines) and lines[i] != delimiter:
+                body.append(lines[i])
+                i += 1
+            if i >= len(lines):
+                raise ValueError(f"output {name!r}: heredoc delimiter {delimiter!r} never closed")
+            i += 1
+            values[name] = "\n".join(body)
+        else:
+            name, _, value = line.partition("=")
+            values[name] = value
+    return values
 
 
 def pull_request_event(

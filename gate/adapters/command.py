@@ -109,8 +109,9 @@ class CommandAdapter(CallAdapter):
 
     async def _spawn(self) -> _Process:
         if self._log is None:
-            self._log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = open(self._log_path, "ab")  # noqa: SIM115 - kept open for the run
+            from gate.boundary.files import open_log
+
+            self._log = open_log(self._log_path)  # kept open for the run
         from gate.boundary.sandbox import active
 
         sandbox = active()
@@ -167,9 +168,19 @@ class CommandAdapter(CallAdapter):
         self.supports_answer = "answer" in methods
 
     def kill(self) -> None:
-        """Stop the current process now; requests in flight go to a fresh one, no retry used."""
+        """Stop the current process now; requests in flight go to a fresh one, no retry used.
+
+        Once only: every case in flight that times out (or is interrupted) asks, and a second
+        ``Process.kill`` polls the process, which reaps it when it has died meanwhile, before
+        asyncio's watcher does (asyncio then logs an unknown child and reports exit code 255).
+        """
         current = self._current
-        if current is not None and current.gone is None and current.proc.returncode is None:
+        if (
+            current is not None
+            and current.gone is None
+            and not current.killed
+            and current.proc.returncode is None
+        ):
             current.killed = True
             with contextlib.suppress(ProcessLookupError):
                 current.proc.kill()

@@ -50,8 +50,15 @@ def _import_target(target: str, search_dirs: list[Path]) -> Any:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
-            dirs = ", ".join(str(d) for d in search_dirs)
-            raise UsageError(f"adapter.target: module {module_name!r} not found (searched {dirs})") from None
+            # the config's directory and the working directory are often the same: name it once
+            dirs = ", ".join(dict.fromkeys(str(d.resolve()) for d in search_dirs))
+            hint = ""
+            if module_name.endswith(".py"):  # a file name where a module name belongs
+                suggested = module_name[: -len(".py")].replace("/", ".")
+                hint = f"; did you mean {suggested}:{attr_path}?"
+            raise UsageError(
+                f"adapter.target: module {module_name!r} not found (searched {dirs}){hint}"
+            ) from None
         raise UsageError(f"adapter.target: importing {module_name!r} failed: {exc}") from None
     except Exception as exc:
         raise UsageError(
@@ -91,11 +98,24 @@ def load_pipeline(target: str, search_dirs: list[Path]) -> Any:
         obj = _instantiate(obj, target)
     if not _has_pipeline_methods(obj):
         seen = [f"{name} is a {type(getattr(obj, name)).__name__}" for name in METHODS if hasattr(obj, name)]
+        framework = FRAMEWORK_MODULES.get(type(obj).__module__.split(".")[0])
         raise UsageError(
             f"adapter.target: {target!r} ({type(obj).__name__}) has neither a retrieve(question, k) nor "
-            "an answer(question) method" + (f" ({', '.join(seen)}, not callable)" if seen else "")
+            "an answer(question) method"
+            + (f" ({', '.join(seen)}, not callable)" if seen else "")
+            + (f"; it is a {framework[0]} object: use adapter.type: {framework[1]}" if framework else "")
         )
     return obj
+
+
+# top-level module of a framework object's class -> (its name, the adapter type that reads it)
+FRAMEWORK_MODULES = {
+    "haystack": ("Haystack", "haystack"),
+    "langchain_core": ("LangChain", "langchain"),
+    "langchain": ("LangChain", "langchain"),
+    "langchain_community": ("LangChain", "langchain"),
+    "llama_index": ("LlamaIndex", "llamaindex"),
+}
 
 
 # The pipeline's methods and the arguments the adapter calls them with.

@@ -35,18 +35,6 @@ def set_non_dumpable() -> bool:
         return False
 
 
-def is_dumpable() -> bool | None:
-    """This process's dumpable flag (``prctl(PR_GET_DUMPABLE)``), None where unknown."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return int(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)) == 1
-    except (OSError, AttributeError):
-        return None
-
-
 def clean_process_environment(variables: Mapping[str, str]) -> dict[str, str]:
     """What stays in ``os.environ`` after the re-exec: the sandbox allow-list, no credential."""
     from gate.boundary.sandbox import Sandbox

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.boundary.secrets import pipeline_environment
+from gate.core.errors import RagproofError
 
 # Variables an untrusted process may see even under the allow-list (no credential among them).
 BASE_VARIABLES: frozenset[str] = frozenset(
@@ -56,6 +57,8 @@ BASE_VARIABLES: frozenset[str] = frozenset(
 CONTEXT_PREFIXES: tuple[str, ...] = ("GITHUB_", "RUNNER_", "LC_")
 
 UID_VARIABLE = "RAGPROOF_PIPELINE_UID"
+# Rounds of kill(-1) as the pipeline user before its surviving processes are an error.
+KILL_ROUNDS = 50
 VENV_VARIABLE = "RAGPROOF_PIPELINE_VENV"
 
 
@@ -125,19 +128,22 @@ class Sandbox:
     def may_write(self, status: os.stat_result) -> bool:
         """Whether the sandbox user may write a file or directory with this ``stat``.
 
-        Owner write bit when it owns it, group write bit when its (only) group owns it, and the
-        "other" write bit always: a sticky world-writable directory still lets it add entries.
-        False when no user is switched (the pipeline then runs with the caller's own rights).
+        Always when it owns it (an owner may ``chmod`` a read-only entry writable), the group
+        write bit when its (only) group owns it, and the "other" write bit always: a sticky
+        world-writable directory still lets it add entries. False when no user is switched
+        (the pipeline then runs with the caller's own rights).
         """
         if self.uid is None:
             return False
         gid = self.gid if self.gid is not None else self.uid
         mode = status.st_mode
         return bool(
-            (status.st_uid == self.uid and mode & stat.S_IWUSR)
-            or (status.st_gid == gid and mode & stat.S_IWGRP)
-            or mode & stat.S_IWOTH
+            self.owns(status) or (status.st_gid == gid and mode & stat.S_IWGRP) or mode & stat.S_IWOTH
         )
+
+    def owns(self, status: os.stat_result) -> bool:
+        """Whether the sandbox user owns the entry with this ``stat`` (False when no user is switched)."""
+        return self.uid is not None and status.st_uid == self.uid
 
     def writable_code(self, package: Path) -> Path | None:
         """The first path of ragproof's own code that the sandbox user could change, or None.
@@ -169,15 +175,83 @@ class Sandbox:
         """Remember a process started through the sandbox (its session is ended by terminate)."""
         self.sessions.append(pid)
 
-    def terminate(self) -> None:
-        """End what is left of the sessions started through the sandbox (SIGKILL)."""
+    def end_processes(self) -> None:
+        """SIGKILL every process the untrusted side started, before ragproof writes or reads back
+        anything it could have touched.
+
+        The sessions started through the sandbox are ended by process group. A process that left
+        its session (a double fork and ``setsid``) is still the pipeline user's: as that user,
+        ``kill(-1, SIGKILL)`` reaches every process of the user but the caller, repeated until
+        no live one is left (a process forking in a loop is caught within a few rounds).
+        RagproofError when some are still alive after :data:`KILL_ROUNDS` rounds: nothing may be
+        written then. The pipeline user must be one no other process on the machine runs as
+        (the image's uid 64000).
+        """
         for pid in self.sessions:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
         self.sessions.clear()
+        if self.uid is None:
+            return
+        for _ in range(KILL_ROUNDS):
+            if not processes_of(self.uid):
+                return
+            self._kill_all_as_user()
+        if processes_of(self.uid):
+            raise RagproofError(
+                f"processes of the pipeline user (uid {self.uid}) survive {KILL_ROUNDS} rounds of SIGKILL: "
+                "refusing to write or read back anything they could reach"
+            )
+
+    def _kill_all_as_user(self) -> None:
+        # A forked child that becomes the pipeline user: the kernel sends kill(-1) to every
+        # process that user may signal (its own), except the caller. Changing uid makes the child
+        # non-dumpable, so the pipeline cannot read its memory in the instant before the signal.
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child's only work
+            try:
+                os.setgroups([])
+                os.setgid(self.gid if self.gid is not None else self.uid)  # type: ignore[arg-type]
+                os.setuid(self.uid)  # type: ignore[arg-type]
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+
+    def terminate(self) -> None:
+        """End every untrusted process (:meth:`end_processes`) and remove the private home.
+
+        At the step's end: survivors (an error raised before anything is written) no longer
+        stop anything, and must not replace the error the step is ending with."""
+        with contextlib.suppress(RagproofError):
+            self.end_processes()
         if self.home is not None:
             shutil.rmtree(self.home, ignore_errors=True)
             self.home = None
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live (not zombie) processes whose real uid is ``uid``, from ``/proc``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", encoding="utf-8") as handle:
+                fields = dict(line.split(":", 1) for line in handle if ":" in line)
+        except OSError:
+            continue  # gone meanwhile
+        if fields.get("State", "").strip().startswith(("Z", "X")):
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            found.append(int(entry.name))
+    return found
+
+
+def end_untrusted_processes() -> None:
+    """:meth:`Sandbox.end_processes` of the active sandbox (nothing without one)."""
+    if _ACTIVE is not None:
+        _ACTIVE.end_processes()
 
 
 def refuse_writable_code(sandbox: Sandbox) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Protocol
 
+from gate.boundary.files import open_directory
 from gate.core.environment import Environment
 
 
@@ -68,7 +70,7 @@ def store_directory(ctx: Checkout, env: Environment) -> Path:
                     f"input store-dir ({given}): holds {first}, a file of the checkout; the store must be a "
                     "directory the workflow restored (e.g. with actions/cache), never one a commit can fill"
                 )
-        path.mkdir(parents=True, exist_ok=True)
+        os.close(open_directory(path))  # created through descriptors: no link, nothing the pipeline may write
         return path
     root = env.get("RUNNER_TEMP")
     if root:

@@ -20,8 +20,15 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.core.environment import Environment
+
+if TYPE_CHECKING:
+    from gate.core.errors import RagproofError
+    from gate.github.context import GitHubContext
+    from gate.github.flow import ActionFlow, Result
+    from gate.github.workflow import WorkflowCommands
 
 HELP = "GitHub Action entrypoint: run, find the baseline, compare, comment and set the check"
 
@@ -74,16 +81,10 @@ def _run(env: Environment) -> int:
 
 
 def _run_in(env: Environment) -> int:
-    from gate.boundary.install import run_install
-    from gate.boundary.reexec import scrub_process_environment
-    from gate.boundary.sandbox import untrusted_environment
-    from gate.boundary.secrets import runner_environment
-    from gate.boundary.store import store_directory
-    from gate.commands._common import load_checked_config
+    from gate.core.errors import RagproofError
     from gate.github.context import build_context
-    from gate.github.flow import ActionFlow, refuse_dangerous_event
+    from gate.github.flow import refuse_dangerous_event
     from gate.github.workflow import WorkflowCommands
-    from gate.model.config import Config
 
     ctx = build_context(env)
     # Before anything is read from the checkout: an event that hands secrets to PR code.
@@ -91,8 +92,36 @@ def _run_in(env: Environment) -> int:
     commands = WorkflowCommands(output_path=ctx.output_path, summary_path=ctx.summary_path)
     if ctx.token is not None:
         commands.add_mask(ctx.token.get_secret_value())
+    try:
+        flow, result = _gate(env, ctx, commands)
+    except RagproofError as exc:
+        # Stopped before a result: a pull request still gets a failing check with the line.
+        _publish_stop(ctx, commands, exc)
+        raise
+    return _write_step(ctx, commands, flow, result)
+
+
+def _gate(env: Environment, ctx: GitHubContext, commands: WorkflowCommands) -> tuple[ActionFlow, Result]:
+    """Everything up to the flow's result: the checks of the boundary, the config, the flow."""
+    from gate.boundary.credentials import refuse_persisted_credentials
+    from gate.boundary.files import refuse_unsafe_directory
+    from gate.boundary.install import run_install
+    from gate.boundary.reexec import scrub_process_environment
+    from gate.boundary.sandbox import end_untrusted_processes, untrusted_environment
+    from gate.boundary.secrets import runner_environment
+    from gate.boundary.store import store_directory
+    from gate.commands._common import load_checked_config
+    from gate.github.flow import DOWNLOADS, ActionFlow
+    from gate.model.config import Config
+
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)
+    # Before any untrusted code runs: every directory ragproof writes into as root (the run, the
+    # report beside it, the downloads, the store) holds no link and nothing the pipeline may write.
+    out_dir = ctx.workspace_path(ctx.inputs.out)
+    store_dir = store_directory(ctx, env)
+    for directory in (out_dir, out_dir.parent / DOWNLOADS, store_dir):
+        refuse_unsafe_directory(directory)
     config = load_checked_config(ctx.workspace_path(ctx.inputs.config), env)
 
     # The judge key stays in the Environment snapshot (the judge reads it from there) but
@@ -113,6 +142,7 @@ def _run_in(env: Environment) -> int:
     def prepare_pipeline(run_config: Config) -> None:
         # Called by the flow after every check, right before user code runs, with the
         # configuration it runs with (its judge key variable may be the baseline's).
+        refuse_persisted_credentials(ctx.workspace, env.variables)
         protect(run_config.judge.api_key_env)
         if ctx.inputs.install:
             install_vars = untrusted_environment(pipeline_env.variables, run_config.judge.api_key_env)
@@ -121,16 +151,20 @@ def _run_in(env: Environment) -> int:
             }
             run_install(ctx.inputs.install, install_vars, ctx.workspace, commands)
 
-    flow = ActionFlow(
-        ctx, pipeline_env, commands, config, install=prepare_pipeline, store_dir=store_directory(ctx, env)
-    )
+    flow = ActionFlow(ctx, pipeline_env, commands, config, install=prepare_pipeline, store_dir=store_dir)
     result = flow.execute()
+    end_untrusted_processes()  # before anything more is written or read back
+    return flow, result
+
+
+def _write_step(ctx: GitHubContext, commands: WorkflowCommands, flow: ActionFlow, result: Result) -> int:
+    """The report file, the job summary and the step's outputs; then the result's error, if any."""
+    from gate.boundary.files import replace_file
 
     outputs = {"decision": result.decision}
     if result.report:
         report_path = flow.report_path()
-        report_path.parent.mkdir(parents=True, exist_ok=True)
-        report_path.write_text(result.report, encoding="utf-8")
+        replace_file(report_path, result.report.encode("utf-8"))
         outputs["report"] = workspace_relative(report_path, ctx.workspace)
         commands.append_summary(result.report)
     if (flow.out_dir / "run.json").is_file():
@@ -148,3 +182,37 @@ def _run_in(env: Environment) -> int:
     if result.error is not None:
         raise result.error  # everything is written: now its one line and exit code
     return result.exit_code
+
+
+def _publish_stop(ctx: GitHubContext, commands: WorkflowCommands, error: RagproofError) -> None:
+    """A failing check run with ``error``'s line on the pull request's head commit, when the step
+    stops before it has a result (a refused checkout, a configuration that cannot be read): a
+    required check then fails with its reason instead of staying pending. Nothing for other
+    events or without a token; a check that cannot be written is a warning (the error follows)."""
+    from gate.core.errors import DataError
+    from gate.github.checks import create_check_run
+    from gate.github.client import GitHubAPIError, GitHubClient
+    from gate.report.escape import inert_text, md_escape
+
+    pull = ctx.event.pull_request if ctx.event_name.startswith("pull_request") else None
+    if pull is None or ctx.token is None:
+        return
+    name = ctx.inputs.check_name
+    client = GitHubClient(
+        api_url=ctx.api_url,
+        repository=ctx.repository,
+        token=ctx.token.get_secret_value(),
+        network=ctx.network,
+    )
+    try:
+        create_check_run(
+            client,
+            name=name,
+            head_sha=pull.head.sha,
+            conclusion="failure",
+            title=inert_text(f"{name}: stopped (exit {error.exit_code})"),
+            summary=f"ragproof stopped before gating this commit:\n\n{md_escape(str(error), max_len=2000)}\n",
+            details_url=ctx.run_url,
+        )
+    except (GitHubAPIError, DataError) as exc:
+        commands.warning(f"could not write the failing check run: {exc}", title="ragproof")

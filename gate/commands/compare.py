@@ -1,6 +1,6 @@
 """``ragproof compare BASELINE CANDIDATE``: paired comparison and gate decisions.
 
-Exit codes (design.md): 0 pass or below the ``--fail-on`` level; 1 the gate failed;
+Exit codes: 0 pass or below the ``--fail-on`` level; 1 the gate failed;
 3 the runs are not comparable; 64 usage or configuration error; 65 bad artifact data.
 """
 

@@ -11,8 +11,9 @@ whose inputs or outputs are ambiguous, is refused here.
 ``--smoke N`` then runs the first N cases end to end, as ``run`` would (adapter, metrics, judge
 and its cache), into a temporary directory that is removed afterwards: a short table per case,
 every error, the metrics skipped on every case and the run's end-of-run warnings (e.g. fewer
-than ``run.k`` chunks). Exit 0 when every smoke case succeeded, 1 when one failed; 64/65 as
-for ``run``.
+than ``run.k`` chunks). Exit 0 when every smoke case succeeded, 1 when any failed (however
+many: the run's exit 4 for ``run.max_failure_rate`` is not validate's), 2 when the judge
+budget stopped it; 64/65 as for ``run``.
 """
 
 from __future__ import annotations
@@ -142,9 +143,10 @@ def _smoke(config: Config, env: Environment, dataset: Dataset, n: int) -> int:
         print(f"  {line}")
     for warning in outcome.meta.warnings:
         _warn(warning)
-    if outcome.exit_code != EXIT_OK:
-        return outcome.exit_code
-    return EXIT_FAILED if failed else EXIT_OK
+    if failed:
+        # 1 however many failed: the run's own exit 4 (run.max_failure_rate) is not validate's code
+        return EXIT_FAILED
+    return outcome.exit_code
 
 
 def _short(text: str | None) -> str:

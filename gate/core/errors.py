@@ -16,8 +16,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pydantic import BaseModel
 
 EXIT_OK = 0
@@ -102,16 +100,6 @@ def error_items(exc: Exception) -> list[dict[str, Any]]:
     """The error dicts of a pydantic ValidationError, in pydantic's order ([] for other errors)."""
     errors = getattr(exc, "errors", None)
     return list(errors()) if callable(errors) else []
-
-
-def read_text_file(path: Path, what: str, error: type[RagproofError] = DataError) -> str:
-    """The UTF-8 text of ``path``; ``error("PATH: WHAT file not found")`` or ``"cannot read WHAT: ..."``."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise error(f"{path}: {what} file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{path}: cannot read {what}: {exc}") from None
 
 
 _Model = TypeVar("_Model", bound="BaseModel")

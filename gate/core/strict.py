@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 
 class StrictModel(BaseModel):
-    """A pydantic model that forbids keys it does not declare."""
+    """A pydantic model that forbids keys it does not declare.
 
-    model_config = ConfigDict(extra="forbid")
+    A field's docstring (the string literal under it) is its description: the generated
+    reference pages and JSON Schemas show it (``python scripts/gen_reference.py``)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -48,12 +48,12 @@ from gate.decision.decide import (
     review_weights,
     skip_reason,
 )
-from gate.decision.pairing import Direction, Pairing, metric_direction, pair_runs
+from gate.decision.pairing import Direction, Pairing, feasible, metric_direction, pair_runs
 from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
-from gate.model.slices import ALL_SLICE, slice_gates, slice_masks
+from gate.model.slices import ALL_SLICE, slice_gates
 from gate.stats import (
     CALIBRATED_MIN_PAIRS,
     COLUMN_GROUP,
@@ -90,6 +90,7 @@ class MetricColumns:
     diff: np.ndarray
     candidate: np.ndarray
     baseline: np.ndarray
+    value_range: tuple[float, float] | None = None  # the metric's values' range, when known
 
 
 class _Gate:
@@ -120,7 +121,7 @@ def compare_runs(
     names = paired.names
     columns_of = metric_columns(paired, gate_config)
     warnings += missing_output_warnings(paired, columns_of)
-    masks = slice_masks(paired.candidate_rows, gate_config.slices)
+    masks = paired.masks(gate_config.slices)
     gates = [
         _Gate(c.policy, key, mask & ~np.isnan(c.diff), c.policy.gated and slice_gates(key, gate_config))
         for c in columns_of.values()
@@ -251,7 +252,7 @@ def metric_columns(pairing: Pairing, gate_config: GateConfig) -> dict[str, Metri
             policy = metric_policy(name, gate_config, higher_is_better=False, gate_by_default=True)
         else:
             policy = _policy(name, pairing.direction(name), gate_config)
-        out[name] = MetricColumns(policy, column.diff, column.candidate, column.baseline)
+        out[name] = MetricColumns(policy, column.diff, column.candidate, column.baseline, column.value_range)
     return out
 
 
@@ -572,7 +573,8 @@ def _decide_batch(
             continue
         method = facts.method[i]
         clustered = method.startswith("cluster-")
-        lo, hi, block_hi = float(lo_all[i]), float(hi_all[i]), float(block_all[i])
+        lo, hi = feasible(float(lo_all[i]), float(hi_all[i]), cols.value_range)
+        block_hi = feasible(float(block_all[i]), float(block_all[i]), cols.value_range)[1]
         nonzero = int(facts.nonzero[i])
         p_value = float(batch.p_values[i])
         key = batch.keys[i]
@@ -600,9 +602,13 @@ def _decide_batch(
         if i in batch.level_cols:
             low, high = batch.level_cols[i]
             if low is not None:
-                cand_lo, cand_hi = float(lo_all[low]), float(hi_all[low])
+                cand_lo, cand_hi = feasible(
+                    float(lo_all[low]), float(hi_all[low]), cols.value_range, level=True
+                )
             if high is not None:
-                cand_lo, cand_hi = -float(hi_all[high]), -float(lo_all[high])
+                cand_lo, cand_hi = feasible(
+                    -float(hi_all[high]), -float(lo_all[high]), cols.value_range, level=True
+                )
             bounds = (
                 -float(block_all[high]) if high is not None else cand_lo,
                 float(block_all[low]) if low is not None else cand_hi,

@@ -28,7 +28,8 @@ positive difference is always an improvement.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,7 +43,7 @@ from gate.metrics.diagnostics import REASON_ANSWER_NO_TOKENS, REASON_EMPTY_ANSWE
 from gate.metrics.diagnostics import REASON_EMPTY_CONTEXT as REASON_EMPTY_DIAGNOSTIC_CONTEXT
 from gate.metrics.judged import REASON_EMPTY_CONTEXT as REASON_EMPTY_JUDGED_CONTEXT
 from gate.model.artifact import Row, RunArtifact
-from gate.model.slices import ALL_SLICE
+from gate.model.slices import ALL_SLICE, slice_masks
 
 # Skip reasons that say the run's own output lacked what the metric needs.
 MISSING_OUTPUT_REASONS = frozenset(
@@ -68,6 +69,7 @@ class Direction:
     gate_by_default: bool
     categorical: bool
     worst: float | None  # its worst possible value, when the registry knows its range
+    value_range: tuple[float, float] | None = None  # [low, high] of its values, when known
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class PairedColumn:
     diff: np.ndarray
     missing_baseline: np.ndarray
     missing_candidate: np.ndarray
+    value_range: tuple[float, float] | None = None  # [low, high] of its values, when known
 
     @property
     def paired(self) -> np.ndarray:
@@ -107,6 +110,15 @@ class Pairing:
     _tables: dict[str, tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = field(
         default_factory=dict, repr=False
     )
+    _masks: dict[tuple[str, ...], dict[str, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def masks(self, slices: Sequence[str]) -> dict[str, np.ndarray]:
+        """Slice key -> membership mask over the pairs (:func:`gate.model.slices.slice_masks` of
+        the candidate's rows), computed once per list of slice dimensions."""
+        key = tuple(slices)
+        if key not in self._masks:
+            self._masks[key] = slice_masks(self.candidate_rows, slices)
+        return self._masks[key]
 
     def direction(self, name: str) -> Direction:
         return metric_direction(name, self.baseline, self.candidate)
@@ -139,7 +151,7 @@ class Pairing:
             b = np.array([r.status != "ok" for r in self.baseline_rows], dtype=np.float64)
             c = np.array([r.status != "ok" for r in self.candidate_rows], dtype=np.float64)
             none = np.zeros(b.size, dtype=bool)
-            return PairedColumn(name, False, b, c, b - c, none, none)
+            return PairedColumn(name, False, b, c, b - c, none, none, (0.0, 1.0))
         if name not in self.names:
             return None
         direction = self.direction(name)
@@ -169,7 +181,23 @@ class Pairing:
             np.where(both, sign * (c - b), np.nan),
             lost_b,
             lost_c,
+            direction.value_range,
         )
+
+
+def feasible(
+    lo: float, hi: float, value_range: tuple[float, float] | None, *, level: bool = False
+) -> tuple[float, float]:
+    """``[lo, hi]`` clipped to what the quantity can be: a mean difference of values in
+    ``[low, high]`` lies in ``[−(high − low), high − low]`` (``level``: a mean value lies in
+    ``[low, high]``). Unknown range: unchanged. An interval method may reach past the bounds
+    (a t interval on a few skewed pairs printed an MRR interval of [−1.013, +0.837]); no
+    decision changes, since the bounds are beyond any margin a metric's range allows."""
+    if value_range is None:
+        return lo, hi
+    low, high = value_range
+    bottom, top = (low, high) if level else (low - high, high - low)
+    return min(max(lo, bottom), top), max(min(hi, top), bottom)
 
 
 def pair_runs(baseline: RunArtifact, candidate: RunArtifact) -> Pairing:
@@ -196,13 +224,11 @@ def pair_runs(baseline: RunArtifact, candidate: RunArtifact) -> Pairing:
 
 def metric_names(baseline: RunArtifact, candidate: RunArtifact) -> list[str]:
     """The metrics either run lists or scored, in registry order (unregistered ones after, by name)."""
-    seen: dict[str, None] = {}
+    seen: set[str] = set()
     for art in (baseline, candidate):
-        for name in art.meta.metrics:
-            seen.setdefault(name, None)
+        seen.update(art.meta.metrics)
         for row in art.rows:
-            for name in row.metrics:
-                seen.setdefault(name, None)
+            seen.update(row.metrics)
     order = {name: i for i, name in enumerate(registry())}
     return sorted(seen, key=lambda n: (order.get(n, len(order)), n))
 
@@ -213,7 +239,9 @@ def metric_direction(name: str, baseline: RunArtifact, candidate: RunArtifact) -
     if spec is not None:
         low, high = spec.value_range
         worst = low if spec.higher_is_better else high
-        return Direction(spec.higher_is_better, spec.gate_by_default, spec.categorical, float(worst))
+        return Direction(
+            spec.higher_is_better, spec.gate_by_default, spec.categorical, float(worst), (low, high)
+        )
     for art in (candidate, baseline):
         overall = art.summary.slices.get(ALL_SLICE, {}).get(name)
         if overall is not None:
@@ -225,8 +253,9 @@ def _score_table(rows: list[Row], names: list[str]) -> tuple[dict[str, np.ndarra
     """Per metric: each row's score (NaN where not scored or the case failed), and whether the
     row's own output was missing for it (:data:`MISSING_OUTPUT_REASONS`, on a case of
     :data:`LOSS_KINDS`), in one pass."""
-    values = {name: np.full(len(rows), np.nan) for name in names}
-    missing = {name: np.zeros(len(rows), dtype=bool) for name in names}
+    size = len(rows)
+    values: dict[str, list[float]] = {name: [math.nan] * size for name in names}
+    missing_at: dict[str, list[int]] = {name: [] for name in names}
     for i, row in enumerate(rows):
         if row.status != "ok":
             continue
@@ -239,5 +268,10 @@ def _score_table(rows: list[Row], names: list[str]) -> tuple[dict[str, np.ndarra
                 if result.value is not None:
                     column[i] = result.value
             elif loss and result.reason in MISSING_OUTPUT_REASONS:
-                missing[name][i] = True
-    return values, missing
+                missing_at[name].append(i)
+    missing = {}
+    for name, at in missing_at.items():
+        mask = np.zeros(size, dtype=bool)
+        mask[at] = True
+        missing[name] = mask
+    return {name: np.array(column, dtype=np.float64) for name, column in values.items()}, missing

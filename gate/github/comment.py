@@ -16,6 +16,7 @@ result says so and the caller warns and relies on the job summary instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from gate.github.client import GitHubAPIError, GitHubClient
 from gate.github.models import IssueComment, parse_response
@@ -31,7 +32,7 @@ def marker(check_name: str) -> str:
 @dataclass(frozen=True)
 class CommentResult:
     url: str | None
-    action: str  # "created" | "updated" | "denied"
+    action: Literal["created", "updated", "denied"]
     message: str | None = None
 
 
@@ -52,14 +53,6 @@ def find_comment(
         if _is_ours(comment, tag, author):
             return comment
     return None
-
-
-def upsert_comment(
-    client: GitHubClient, pr_number: int, check_name: str, body: str, *, author: str = BOT_LOGIN
-) -> CommentResult:
-    """Create or update the sticky comment; ``body`` gets the marker prepended if missing."""
-    existing = find_comment(client, pr_number, check_name, author=author)
-    return write_comment(client, pr_number, check_name, body, existing)
 
 
 def write_comment(

@@ -24,6 +24,7 @@ from gate.core.errors import DataError, UsageError, pydantic_message, validated
 from gate.core.network import NetworkSettings
 from gate.core.strict import StrictModel
 from gate.github.models import EventPayload
+from gate.model.config import FailOn, JudgeProvider
 
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_SERVER_URL = "https://github.com"
@@ -49,7 +50,7 @@ class ActionInputs(StrictModel):
     pr_number: int | None = Field(default=None, ge=1)
     comment: bool = True
     check_name: str = "ragproof"
-    fail_on: Literal["block", "review", "never"] | None = None  # None: the config's gate.fail_on
+    fail_on: FailOn | None = None  # None: the config's gate.fail_on
     out: str = ".ragproof/run"
     allow_mixed_judges: bool = False
     install: str | None = None
@@ -60,7 +61,7 @@ class ActionInputs(StrictModel):
     allow_pull_request_target: bool = False
     candidate_workflow: str | None = None  # workflow_run: the PR workflow's path (default: the baseline's)
     store_dir: str | None = None  # a directory the workflow restored (judge cache); else a fresh one
-    judge_provider: Literal["openai", "anthropic"] | None = None
+    judge_provider: JudgeProvider | None = None
     judge_model: str | None = None
     judge_base_url: str | None = None
     judge_api_key_env: str | None = None

@@ -89,6 +89,8 @@ HOW_TO_MAKE_A_BASELINE = (
     "the run directory as the {artifact} artifact (see examples/workflows/pr-gate.yml); "
     "pull requests opened after that run are compared with it."
 )
+# Beside the run directory: downloaded artifacts and re-scoring scratch.
+DOWNLOADS = ".downloads"
 NO_BASELINE_CHECK = "The check is neutral: with no baseline there is nothing to protect yet."
 
 
@@ -302,7 +304,7 @@ class ActionFlow:
         return workflow.rsplit("/", 1)[-1]
 
     def _scratch(self) -> Path:
-        return self.out_dir.parent / ".downloads"
+        return self.out_dir.parent / DOWNLOADS
 
     def report_path(self) -> Path:
         return self.out_dir.parent / f"{self.out_dir.name}-report.md"

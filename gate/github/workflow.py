@@ -113,29 +113,3 @@ class WorkflowCommands:
             return
         with self.summary_path.open("a", encoding="utf-8") as handle:
             handle.write(markdown.rstrip("\n") + "\n")
-
-
-def parse_output_file(text: str) -> dict[str, str]:
-    """Read a ``$GITHUB_OUTPUT`` file back the way the runner does (used by tests and tools)."""
-    values: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            body: list[str] = []
-            while i < len(lines) and lines[i] != delimiter:
-                body.append(lines[i])
-                i += 1
-            if i >= len(lines):
-                raise ValueError(f"output {name!r}: heredoc delimiter {delimiter!r} never closed")
-            i += 1
-            values[name] = "\n".join(body)
-        else:
-            name, _, value = line.partition("=")
-            values[name] = value
-    return values

@@ -16,8 +16,9 @@ normalisation). Where the lexical peer scores an empty input as 0, these skip wi
   expected answer. Skips: as context precision.
 * ``failure_category``: one label per qa case, the most upstream failure, checked in this order:
   ``refusal`` (empty answer or :func:`detect_refusal`), ``correct`` (token F1 against the expected
-  answer >= 0.20), ``retrieval_miss`` (empty context, or no chunk with token F1 >= 0.10 against
-  the expected answer), ``format_mismatch`` (the expected answer has numbers and every one is in
+  answer >= 0.20), ``lexical_retrieval_miss`` (empty context, or no chunk with token F1 >= 0.10
+  against the expected answer: judged by the words of the expected answer, not by the expected
+  source ids, so it can disagree with hit@k when a chunk says the answer in other words), ``format_mismatch`` (the expected answer has numbers and every one is in
   the answer within the numeric tolerance: right value, different wording), ``hallucination``
   (grounding < 0.10, where grounding is the lexical faithfulness, or — for an answer without a
   sentence of 4+ words — the fraction of its tokens that occur in the context), else
@@ -47,7 +48,8 @@ REASON_ANSWER_NO_TOKENS = "answer has no words after normalisation"
 REASON_QUESTION_NO_TOKENS = "question has no words after normalisation"
 
 REFUSAL = "refusal"
-RETRIEVAL_MISS = "retrieval_miss"
+# "lexical": by word overlap with the expected answer, not by expected_source_ids (hit@k can be 1)
+RETRIEVAL_MISS = "lexical_retrieval_miss"
 FORMAT_MISMATCH = "format_mismatch"
 HALLUCINATION = "hallucination"
 WRONG_EXTRACTION = "wrong_extraction"

@@ -31,7 +31,7 @@ def citation_validity(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
     return MetricResult.scored(sum(1 for c in cited if c in retrieved) / len(cited))
 
 
-# A debugging metric (metrics.md): it checks the wiring (an echo pipeline scores 1.0), not
+# A debugging metric (docs/metrics.md): it checks the wiring (an echo pipeline scores 1.0), not
 # quality; answer.exact_match is the one that gates. So it is shown but does not gate by default.
 @metric("echo.exact_match", kind="deterministic", needs=("answer", "expected_answer"), gate_by_default=False)
 def echo_exact_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:

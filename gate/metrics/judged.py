@@ -1,4 +1,4 @@
-"""Judge-backed metrics (metrics.md "Generation metrics"; the context metrics of the RAG-metrics spec).
+"""Judge-backed metrics: docs/metrics.md, "Judge metrics".
 
 Every metric here needs a configured judge; without one the registry skips it with
 "no judge configured". The context is ``CaseOutput.context_chunks()``: the answer's own

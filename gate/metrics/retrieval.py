@@ -272,7 +272,7 @@ def _matched_keys(
 def expected_flags(
     chunks: Sequence[Chunk],
     expected_ids: Sequence[str],
-    source_match: str,
+    source_match: SourceMatch,
     document_id_key: str = "document_id",
 ) -> list[bool]:
     """Whether each chunk matches an expected source, exactly as the metrics match it

@@ -1,4 +1,4 @@
-"""Run artifacts: ``run.json``, ``rows.jsonl`` and ``summary.json`` (design.md "Files").
+"""Run artifacts: ``run.json``, ``rows.jsonl`` and ``summary.json`` (schemas: docs/reference/schemas/).
 
 This module holds the artifact's pydantic models: the contract every later stage reads.
 Writing and reading live in :mod:`gate.run.artifact_io`.
@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gate.core.strict import StrictModel
-from gate.model.config import Gain, SourceMatch
-from gate.model.dataset import MAX_CASES, Case
+from gate.model.config import Gain, JudgeProvider, SourceMatch
+from gate.model.dataset import MAX_CASES, Case, CaseKind
 from gate.model.records import Answer, CaseOutput, Chunk, MetricResult
 
 SCHEMA_VERSION = 1
@@ -52,7 +52,7 @@ class DatasetInfo(StrictModel):
 
 
 class JudgeInfo(StrictModel):
-    provider: str | None = None
+    provider: JudgeProvider | None = None
     model: str | None = None
     temperature: float = 0.0
     # prompt template name -> sha256 of its source
@@ -110,7 +110,7 @@ class Row(StrictModel):
     case_id: str
     # 0-based position of the case in the dataset: rows are written in this order
     position: int | None = None
-    kind: str
+    kind: CaseKind
     tags: list[str] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     # what a reviewer needs to judge the case (from the dataset; absent in older artifacts)

@@ -5,7 +5,7 @@ their dotted path, the line and a "did you mean" (:mod:`gate.core.suggest`); a v
 wrong shape names its line (:mod:`gate.core.yamllines`). Metric names (``run.metrics``,
 ``gate.include``, ``gate.metrics`` keys) are checked against the names the caller passes as
 ``metric_names`` (the registry lives in a later package). ``RAGPROOF_*`` environment
-variables (metrics.md) override the judge section; they are applied by :func:`load_config`
+variables (docs/metrics.md) override the judge section; they are applied by :func:`load_config`
 from an explicit mapping, never read here from the process environment.
 """
 
@@ -22,10 +22,14 @@ import yaml
 from pydantic import AfterValidator, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from gate.core.errors import UsageError, location, read_text_file, validated, yaml_problem
+from gate.boundary.files import read_text_file
+from gate.core.errors import UsageError, location, validated, yaml_problem
 from gate.core.strict import StrictModel
 from gate.core.suggest import did_you_mean
 from gate.core.yamllines import YamlLines
+
+# ragproof.yaml is a few kilobytes; a pull request's may be anything: read at most this much.
+MAX_CONFIG_BYTES = 1_000_000
 
 
 class AdapterConfig(StrictModel):
@@ -40,36 +44,48 @@ class AdapterConfig(StrictModel):
     }
 
     type: Literal["python", "http", "command", "replay", "langchain", "llamaindex", "haystack"]
-    # python: "module:attr" naming an object, a class or a zero-argument factory
-    # langchain / llamaindex / haystack: the framework object (or a class / function making it)
+    """How the pipeline is called: `python`, `http`, `command`, `replay`, or a framework adapter
+    (`langchain`, `llamaindex`, `haystack`)."""
     target: str | None = None
-    # framework adapters: where the question goes and where documents and answer come out
-    # (langchain: input key; haystack: COMPONENT.SOCKET), see docs/pipelines.md
+    """python: `module:attr` naming an object, a class or a zero-argument factory. Framework adapters: the
+    framework object (or a class or function making it)."""
     inputs: list[str] | None = None
+    """Framework adapters: where the question goes (LangChain: the input key; Haystack: `COMPONENT.SOCKET`).
+    Default: detected."""
     documents_output: str | None = None
+    """Framework adapters: where the retrieved documents come out. Default: `context`, or detected."""
     answer_output: str | None = None
-    # http: POST {url}{retrieve_path} and {url}{answer_path}
+    """Framework adapters: where the answer comes out. Default: `answer`, or detected."""
     url: str | None = None
+    """http: the service's base URL; the adapter POSTs to `{url}{retrieve_path}` and `{url}{answer_path}`."""
     retrieve_path: str | None = "/retrieve"
+    """http: path of the retrieve call."""
     answer_path: str | None = "/answer"
+    """http: path of the answer call."""
     headers: dict[str, str] = Field(default_factory=dict)
-    # header name -> environment variable holding its value (kept out of the config file)
+    """http: static request headers."""
     headers_from_env: dict[str, str] = Field(default_factory=dict)
-    # http/command: which calls the pipeline exposes (retrieval-only or answer-only pipelines)
+    """http: header name -> environment variable holding its value (kept out of the config file)."""
     methods: list[Literal["retrieve", "answer"]] = Field(
         default_factory=lambda: list[Literal["retrieve", "answer"]](["retrieve", "answer"]), min_length=1
     )
-    # command: long-lived process speaking JSON lines on stdin/stdout
+    """http and command: the calls the pipeline has (a retrieval-only or answer-only pipeline names one)."""
     command: list[str] | None = None
+    """command: the program and its arguments; a long-lived process speaking JSON lines on stdin/stdout."""
     env_passthrough: list[str] = Field(default_factory=list)
-    # replay: recorded outputs keyed by case id
+    """command and http: environment variables withheld from the pipeline that are let through anyway."""
     path: str | None = None
+    """replay: the recorded outputs (JSONL), keyed by case id."""
     timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds per case, retries included; past it the case is a `timeout` row."""
     concurrency: int = Field(default=8, ge=1, le=1024)
+    """Cases in flight at once."""
     retries: int = Field(default=2, ge=0, le=20)
-    # first retry delay; doubles per attempt, plus random jitter (Retry-After wins when sent)
+    """Retries of a failed call."""
     backoff_s: float = Field(default=0.5, ge=0, le=60)
+    """First retry delay in seconds; doubles per attempt, plus random jitter (a Retry-After header wins)."""
     max_response_bytes: int = Field(default=10_000_000, gt=0)
+    """Largest reply accepted, in bytes."""
 
     @model_validator(mode="after")
     def _required_per_type(self) -> AdapterConfig:
@@ -83,6 +99,10 @@ class AdapterConfig(StrictModel):
 SourceMatch = Literal["chunk", "document", "substring"]
 # Graded nDCG gain of a relevance grade g: linear (g, as trec_eval) or exp2 (2^g - 1).
 Gain = Literal["linear", "exp2"]
+# The judge's API: OpenAI-compatible chat completions or Anthropic messages.
+JudgeProvider = Literal["openai", "anthropic"]
+# Which overall decision fails the step (exit 1).
+FailOn = Literal["block", "review", "never"]
 
 
 class ScoringSettings(StrictModel):
@@ -93,44 +113,62 @@ class ScoringSettings(StrictModel):
     is part of the run's recorded configuration)."""
 
     k: int = Field(default=5, ge=1, le=10_000)
+    """Retrieval depth, and the k of the @k metrics."""
     source_match: SourceMatch = "chunk"
-    # metadata key of a retrieved chunk that holds its document id (source_match: document),
-    # e.g. "source" (LangChain loaders) or "source_id" (Haystack splitters)
+    """How a retrieved chunk matches `expected_source_ids`: by chunk id (`chunk`), by its document id
+    (`document`) or by containing the expected string (`substring`)."""
     document_id_key: str = Field(default="document_id", min_length=1)
-    # graded nDCG gain: linear (g, as trec_eval) or exp2 (2^g - 1)
+    """Metadata key of a retrieved chunk that holds its document id (`source_match: document`), e.g. `source`
+    (LangChain loaders) or `source_id` (Haystack splitters)."""
     ndcg_gain: Gain = "linear"
+    """Graded nDCG gain of a relevance grade g: `linear` (g, as trec_eval) or `exp2` (2^g - 1)."""
     numeric_tolerance: float = Field(default=0.01, ge=0)
+    """Relative tolerance of `answer.numeric_match`."""
 
 
 class RunConfig(ScoringSettings):
-    # "all" or a list of metric names (see `ragproof report --list-metrics` / docs/metrics.md)
     metrics: Literal["all"] | list[str] = "all"
-    # a run whose adapter-failure rate (failed cases / cases) exceeds this exits 4 and is never
-    # used as a baseline
+    """`all`, or a list of metric names (`ragproof report --list-metrics`)."""
     max_failure_rate: float = Field(default=0.5, ge=0, le=1)
-    # SQLite store (per-case results for resume, judge cache)
+    """A run whose adapter-failure rate (failed cases / cases) exceeds this exits 4 and is never used as a
+    baseline."""
     store: str = ".ragproof/store.sqlite"
+    """The SQLite store (per-case results for `--resume`, the judge cache), relative to the working
+    directory."""
 
 
 class JudgeConfig(StrictModel):
-    provider: Literal["openai", "anthropic"] = "openai"
-    model: str | None = None  # RAGPROOF_JUDGE_MODEL
-    base_url: str | None = None  # RAGPROOF_JUDGE_BASE_URL
+    provider: JudgeProvider = "openai"
+    """`openai` (any OpenAI-compatible endpoint) or `anthropic`."""
+    model: str | None = None
+    """The judge model; none: judge metrics are skipped. Overridden by `RAGPROOF_JUDGE_MODEL`."""
+    base_url: str | None = None
+    """The judge endpoint. Overridden by `RAGPROOF_JUDGE_BASE_URL`."""
     api_key_env: str = "OPENAI_API_KEY"
+    """The environment variable holding the judge's key (withheld from the pipeline)."""
     temperature: float = 0.0
+    """Sampling temperature."""
     timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds per judge call."""
     retries: int = Field(default=2, ge=0, le=20)
+    """Retries of a failed judge call."""
     concurrency: int = Field(default=4, ge=1, le=256)
-    input_cost_per_mtok: float | None = None  # RAGPROOF_JUDGE_INPUT_COST_PER_MTOK
-    output_cost_per_mtok: float | None = None  # RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK
-    max_cost_usd: float | None = None  # RAGPROOF_MAX_COST_USD
+    """Judge calls in flight."""
+    input_cost_per_mtok: float | None = None
+    """USD per million input tokens, for cost figures (`RAGPROOF_JUDGE_INPUT_COST_PER_MTOK`)."""
+    output_cost_per_mtok: float | None = None
+    """USD per million output tokens (`RAGPROOF_JUDGE_OUTPUT_COST_PER_MTOK`)."""
+    max_cost_usd: float | None = None
+    """The budget in USD: past it the run stops as `aborted:budget` (`RAGPROOF_MAX_COST_USD`)."""
     cache: bool = True
-    # Judge cache database; default: the run store (run.store). A separate path lets a
-    # workflow keep only the cache between jobs (actions/cache).
+    """Reuse judge replies from the cache."""
     cache_path: str | None = None
-    # OpenAI-compatible structured output: json_object (widest support), json_schema, or none
+    """A judge cache database of its own; default: the run store (`run.store`). A separate path lets a
+    workflow keep only the cache between jobs."""
     response_format: Literal["json_object", "json_schema", "none"] = "json_object"
+    """OpenAI-compatible structured output: `json_object` (widest support), `json_schema` or `none`."""
     max_output_tokens: int = Field(default=1024, ge=16, le=100_000)
+    """Cap on a judge reply's length, in tokens."""
 
 
 def _dotted_hint(name: str, choices: list[str]) -> str:
@@ -183,52 +221,65 @@ ClusterField = Annotated[str, AfterValidator(_cluster_field)]
 
 class GateMetricConfig(StrictModel):
     margin: float | None = Field(default=None, ge=0)
+    """This metric's non-inferiority margin (default: `gate.margin`)."""
     min: float | None = None
-    # ceiling for the candidate's level (lower-is-better metrics, e.g. robustness.overrefusal)
+    """Floor for the candidate's level of this metric."""
     max: float | None = None
+    """Ceiling for the candidate's level (lower-is-better metrics, e.g. `robustness.overrefusal`)."""
     gate: bool = True
+    """Whether this metric gates (false: shown, never deciding)."""
 
 
 class GateConfig(StrictModel):
     margin: float = Field(default=0.02, ge=0)
+    """Non-inferiority margin: the drop a gate tolerates."""
     confidence: float = Field(default=0.95, gt=0, lt=1)
+    """Interval confidence."""
     resamples: int = Field(default=10_000, ge=100, le=1_000_000)
+    """Bootstrap resamples."""
     seed: int = 0
-    # pairs below which a gate is skipped; unset: the smallest n the interval methods are
-    # calibrated at (gate.stats.CALIBRATED_MIN_PAIRS). Power, not this floor, decides the rest.
+    """Bootstrap seed: the same inputs and seed give the same decision."""
     min_pairs: int | None = Field(default=None, ge=1)
-    # auto: the interval chosen by the data (docs/gate.md); percentile: the bootstrap everywhere
+    """Paired cases below which a gate is skipped, with the reason; unset: the smallest n the interval
+    methods are calibrated at. Power, not this floor, decides the rest."""
     interval: Literal["auto", "percentile"] = "auto"
-    # slice dimensions shown in reports: "kind", "tags", or "tags:NAME" / "metadata.FIELD"
+    """`auto` (each gate's interval chosen by its data) or `percentile` (the bootstrap everywhere)."""
     slices: list[SliceDimension] = Field(default_factory=lambda: ["kind", "tags"])
-    # slice dimensions that gate (default: all shown ones)
+    """Slice dimensions shown in reports: `kind`, `tags`, `tags:NAME` or `metadata.FIELD`."""
     gate_slices: list[SliceDimension] | None = None
-    # case field whose values form clusters, e.g. metadata.document_id; "auto": the document id
-    # when the cases carry one (over enough documents); null or "none": resample cases
+    """The slice dimensions that gate (default: every shown one)."""
     cluster_by: ClusterField | None = "auto"
-    # blocks controlled over the family of distinct gates (passes are per gate either way)
+    """A case field whose values are the independent units, e.g. `metadata.document_id`; `auto`: the document
+    id when the cases carry one (over enough documents); null or `none`: resample cases."""
     family_wise: bool = True
-    # whether a gate that neither passed nor showed a drop confirmed over the family makes the
-    # overall decision review: inform (no, the default) | review (yes: every non-pass reviews)
+    """Blocks controlled over the family of distinct gates (passes are per gate either way)."""
     underpowered: Literal["inform", "review"] = "inform"
-    # false-discovery level of reviews: a gate reviews when its drop passes the weighted
-    # Benjamini-Hochberg rule at this level over the family of gates
+    """Whether a gate that neither passed nor showed a drop confirmed over the family makes the overall
+    decision review: `inform` (no, the default) or `review` (every gate that did not pass reviews)."""
     review_fdr: float = Field(default=0.10, gt=0, lt=1)
-    fail_on: Literal["block", "review", "never"] = "block"
-    # metrics that gate: "all" gates every scored, non-diagnostic metric
+    """The false-discovery level of reviews: a gate reviews when its drop passes the weighted
+    Benjamini-Hochberg rule at this level over the family of gates."""
+    fail_on: FailOn = "block"
+    """Which decision fails the step: `block`, `review` or `never`."""
     include: Literal["all"] | list[str] = "all"
+    """The metrics that gate: `all` (every scored, non-diagnostic metric) or a list of names."""
     metrics: dict[str, GateMetricConfig] = Field(default_factory=dict)
+    """Per metric: `margin`, `min`, `max`, `gate`."""
 
 
 class CalibrationConfig(StrictModel):
-    fixtures: str | None = None  # default: the bundled gate/judge/fixtures
+    fixtures: str | None = None
+    """Human-scored fixtures for `ragproof calibrate` (default: the bundled ones)."""
     min_exact: float = Field(default=0.70, ge=0, le=1)
+    """Required exact agreement with the human scores."""
     min_within_band: float = Field(default=0.90, ge=0, le=1)
+    """Required agreement within one band."""
 
 
 class CompositeConfig(StrictModel):
-    # metric name -> weight (renormalised over the components defined for a case)
     weights: dict[str, float] = Field(default_factory=dict)
+    """Metric name -> weight of the composite trust score (renormalised over the components defined for a
+    case)."""
 
     @field_validator("weights")
     @classmethod
@@ -256,14 +307,23 @@ class Config(StrictModel):
     }
 
     version: Literal[1] = 1
+    """Config schema version."""
     dataset: str
+    """The cases file (JSONL or YAML), relative to the config."""
     dataset_version: str | None = None
+    """A label of the dataset's version, recorded in run.json and shown in reports and the comment."""
     adapter: AdapterConfig
+    """How the pipeline is called."""
     run: RunConfig = Field(default_factory=RunConfig)
+    """How the cases are run and scored."""
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    """The LLM judge (optional)."""
     gate: GateConfig = Field(default_factory=GateConfig)
+    """How a candidate is compared with the baseline and decided."""
     calibration: CalibrationConfig = Field(default_factory=CalibrationConfig)
+    """`ragproof calibrate`: the judge against human scores."""
     composite: CompositeConfig | None = None
+    """The composite trust score (optional)."""
 
     # Where the file was loaded from; relative paths in the config resolve against it.
     base_dir: Path = Field(default=Path("."), exclude=True)
@@ -418,7 +478,7 @@ def load_config(
 ) -> Config:
     """Load and validate ``ragproof.yaml``. Raises UsageError with one clear line."""
     p = Path(path)
-    text = read_text_file(p, "config", UsageError)
+    text = read_text_file(p, "config", UsageError, cap=MAX_CONFIG_BYTES)
     try:
         data, lines = YamlLines.load(text)
     except yaml.YAMLError as exc:

@@ -20,7 +20,8 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import ConfigDict, Field, field_validator
 
-from gate.core.errors import DataError, json_problem, location, read_text_file, validated, yaml_problem
+from gate.boundary.files import read_text_file
+from gate.core.errors import DataError, json_problem, location, validated, yaml_problem
 from gate.core.strict import StrictModel
 from gate.core.yamllines import YamlLines
 
@@ -175,6 +176,8 @@ def jsonl_records(path: Path | str, text: str) -> list[tuple[Any, str]]:
             records.append((json.loads(line), f"{path}:{lineno}"))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}:{lineno}: {json_problem(exc)}") from None
+        except RecursionError:  # the parser's own depth limit (Python's recursion limit)
+            raise DataError(f"{path}:{lineno}: JSON nested too deeply") from None
     return records
 
 

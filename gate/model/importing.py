@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gate.core.errors import DataError, UsageError, clipped, json_problem, read_text_file, validated
+from gate.boundary.files import read_text_file
+from gate.core.errors import DataError, UsageError, clipped, json_problem, validated
 from gate.model.dataset import Case
 
 Format = Literal["auto", "ragas", "deepeval", "hf", "beir", "trec"]

@@ -1,6 +1,7 @@
 """What a pipeline returns for one case (retrieved chunks, an answer) and what a metric makes of it.
 
-The design.md formats of adapter results and of the ``metrics`` values of a run row.
+The formats of adapter results (docs/running.md, "Accepted result shapes") and of the
+``metrics`` values of a run row.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :class:`PairedCases` reads the runs' pairing (:mod:`gate.decision.pairing`, the one the
 comparison decided on: candidate order, cases present in both, a missing output counted as
 the metric's worst value, differences oriented so positive is better), knows every slice's
-members (``gate.model.slices.slice_masks`` over the candidate's rows, ``gate.slices`` from the
+members (the pairing's slice masks over the candidate's rows, ``gate.slices`` from the
 comparison's settings) and marks each retrieved chunk expected or not with the metrics' own
 source matching (:func:`gate.metrics.retrieval.expected_flags` under each run's
 ``source_match`` and ``document_id_key``). From that:
@@ -31,11 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.decision.comparison import Comparison, GateResult
-from gate.decision.decide import FAILURE_RATE_METRIC
+from gate.decision.decide import FAILURE_RATE_METRIC, GateCause
 from gate.decision.pairing import PairedColumn, Pairing, pair_runs
 from gate.metrics.retrieval import expected_flags
 from gate.model.artifact import Row, RunArtifact
-from gate.model.slices import slice_masks
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class PairedCases:
         self.pairs: list[tuple[Row, Row]] = list(
             zip(self.pairing.baseline_rows, self.pairing.candidate_rows, strict=True)
         )
-        masks = slice_masks(self.pairing.candidate_rows, comparison.settings.slices)
+        masks = self.pairing.masks(comparison.settings.slices)
         self._indices = {key: mask.nonzero()[0] for key, mask in masks.items()}
         self.members: dict[str, list[int]] = {key: index.tolist() for key, index in self._indices.items()}
         self._prints: dict[tuple[str, str], str] = {}
@@ -117,9 +116,13 @@ class PairedCases:
     def column(self, metric: str) -> PairedColumn | None:
         return self.pairing.column(metric)
 
+    def indices(self, key: str) -> np.ndarray:
+        """Positions among the pairs of the slice's cases (empty for an unknown slice)."""
+        return self._indices.get(key, np.zeros(0, dtype=np.intp))
+
     def _scored(self, gate: GateResult) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The gate's pairs: their indices, baseline and candidate values and oriented differences."""
-        index = self._indices.get(gate.slice, np.zeros(0, dtype=np.intp))
+        index = self.indices(gate.slice)
         column = self.column(gate.metric)
         if column is None:
             empty = np.zeros(0)
@@ -279,4 +282,57 @@ def explorer_cases(comparison: Comparison, paired: PairedCases) -> list[Explorer
             )
         )
     out.sort(key=lambda c: (c.worst, c.case_id))
+    return out
+
+
+@dataclass(frozen=True)
+class SliceMoves:
+    """How many cases of one gating slice got worse and better on its gating metrics."""
+
+    key: str
+    n: int  # paired cases in the slice
+    worse: int  # cases where some gating metric dropped (oriented d < 0)
+    better: int  # cases where some rose and none dropped
+    worst: GateResult | None  # the slice's most telling decided gating gate (:func:`_severity`)
+
+
+def _severity(g: GateResult) -> tuple[int, bool, float, str]:
+    """A counted block first, then a counted review, a gate worse on its own evidence, the rest,
+    gates whose pairs never changed last; quality metrics before the failure rate; then the
+    lowest Δ."""
+    rank = 4 if g.cause == GateCause.NO_CASE_CHANGED else 3
+    if g.counts and g.decision in ("block", "review"):
+        rank = 0 if g.decision == "block" else 1
+    elif g.worse:
+        rank = 2
+    return (rank, g.metric == FAILURE_RATE_METRIC, g.delta if g.delta is not None else 0.0, g.metric)
+
+
+def slice_moves(comparison: Comparison, paired: PairedCases) -> list[SliceMoves]:
+    """Per gating slice (one with a gating gate that was decided), worst first: the share of
+    cases that got better minus the share that got worse, lowest first; then most cases worse,
+    then the slice key. A case counts once per slice whatever the number of metrics that moved,
+    with the pairing's differences (a missing output is a loss)."""
+    by_slice: dict[str, list[GateResult]] = {}
+    for g in comparison.gates:
+        if g.gating and g.decision != "skipped":
+            by_slice.setdefault(g.slice, []).append(g)
+    out = []
+    for key, gates in by_slice.items():
+        index = paired.indices(key)
+        if not index.size:
+            continue
+        down = np.zeros(index.size, dtype=bool)
+        up = np.zeros(index.size, dtype=bool)
+        for name in dict.fromkeys(g.metric for g in gates):
+            column = paired.column(name)
+            if column is None:
+                continue
+            d = column.diff[index]
+            with np.errstate(invalid="ignore"):
+                down |= d < 0
+                up |= d > 0
+        worst = min(gates, key=_severity)
+        out.append(SliceMoves(key, int(index.size), int(down.sum()), int((up & ~down).sum()), worst))
+    out.sort(key=lambda s: ((s.better - s.worse) / s.n, -s.worse, s.key))
     return out

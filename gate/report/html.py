@@ -23,22 +23,29 @@ from functools import cache
 from importlib.resources import files
 
 from gate.decision.comparison import Comparison, GateResult
+from gate.decision.decide import VerdictCause
 from gate.model.artifact import RunArtifact, error_groups
 from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
 from gate.report.markdown import (
-    DECISION_ICON,
-    HEADLINE,
     SEVERITY,
     SEVERITY_RANK,
     attention,
     folded_counts,
-    pct,
     report_warnings,
-    short_reason,
-    tally,
-    why_line,
+    slice_rows,
+    worse_not_shown,
 )
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
+from gate.report.wording import (
+    DECISION_ICON,
+    gate_counts,
+    gate_phrase,
+    headline,
+    pct,
+    tally,
+    why_line,
+    worse_line,
+)
 
 PLOT_WIDTH = 420  # px of the Δ axis
 ROW_HEIGHT = 18
@@ -165,7 +172,7 @@ def _panel_rows(gates: list[GateResult]) -> dict[str, object]:
             "x_margin": x(-g.margin),
             "colour": COLOURS[g.decision],
             "decision": g.decision,
-            "text": f"{fmt_signed(g.delta)} {fmt_interval(g.lo, g.hi)} · {short_reason(g)}",
+            "text": f"{fmt_signed(g.delta)} {fmt_interval(g.lo, g.hi)} · {gate_phrase(g)}",
         }
         for i, g in enumerate(shown)
     ]
@@ -196,7 +203,7 @@ def metric_panels(comparison: Comparison) -> list[dict[str, object]]:
                 "metric": name,
                 "arrow": "" if gates[0].higher_is_better else " ↓",
                 "worst": SEVERITY[worst],
-                "counts": {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass")},
+                "counts": gate_counts(gates),
                 "plot": _panel_rows(gates) if gating else None,
                 "skipped": [g for g in gates if g.gating and g.decision == "skipped"],
                 "not_gating": [g for g in gates if not g.gating],
@@ -245,6 +252,19 @@ def _explorer(comparison: Comparison, paired: PairedCases) -> dict[str, object]:
     }
 
 
+def _headline_class(comparison: Comparison) -> str:
+    """The headline's colour: green only for a verified pass (or an acceptance), amber for a
+    pass with gates worse on their own evidence, grey when no regression was detected but
+    nothing was verified."""
+    verdict = comparison.verdict
+    if verdict.decision != "pass":
+        return verdict.decision
+    return {
+        VerdictCause.WORSE_UNCONFIRMED: "review",
+        VerdictCause.NO_REGRESSION_DETECTED: "skipped",
+    }.get(verdict.cause, "pass")
+
+
 def render_compare_html(
     comparison: Comparison,
     baseline: RunArtifact,
@@ -257,20 +277,24 @@ def render_compare_html(
     first, rest = attention(comparison, paired)
     folded_gates, folded_underpowered = folded_counts(comparison, rest)
     script = _asset("explorer.js")
+    level = pct(comparison.settings.interval_confidence)
     return (
         environment(True)
         .get_template("compare.html.j2")
         .render(
             c=comparison,
-            why=why_line(comparison),
+            why=why_line(comparison, level),
+            worse=[worse_line(ref, level) for ref in worse_not_shown(comparison, first)],
             warnings=report_warnings(comparison),
             tally=tally(comparison),
             attention=first,
             more_attention=folded_gates,
             more_underpowered=folded_underpowered,
-            headline=HEADLINE[comparison.overall],
+            headline=headline(comparison.verdict),
+            decision=_headline_class(comparison),
+            slices=slice_rows(comparison, paired),
             icons=DECISION_ICON,
-            short_reason=short_reason,
+            gate_phrase=gate_phrase,
             panels=metric_panels(comparison),
             explorer=_explorer(comparison, paired),
             dists=distributions(
@@ -283,7 +307,7 @@ def render_compare_html(
             css=_asset("report.css"),
             script=script,
             csp=page_policy(script),
-            level_pct=pct(comparison.settings.interval_confidence),
+            level_pct=level,
         )
     )
 

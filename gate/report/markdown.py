@@ -30,26 +30,30 @@ from typing import TypeVar
 from pydantic import field_validator
 
 from gate.core.strict import StrictModel
-from gate.decision.comparison import Comparison, GateResult
-from gate.decision.decide import VerdictCause
+from gate.decision.comparison import Comparison, GateRef, GateResult
 from gate.model.artifact import MetricSummary, RunArtifact
 from gate.model.slices import ALL_SLICE
-from gate.report.cases import CaseMove, PairedCases, Side, group_identical, paired_cases
+from gate.report.cases import CaseMove, PairedCases, Side, group_identical, paired_cases, slice_moves
 from gate.report.escape import inert_text, md_escape
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
+from gate.report.wording import (
+    DECISION_ICON,
+    INFORM_ICON,
+    gate_phrase,
+    headline,
+    informs_only,
+    pairs_to_decide,
+    pct,
+    tally,
+    why_line,
+    worse_line,
+)
 
 T = TypeVar("T")
 
 MAX_CHARS = 60_000
 BAR_WIDTH = 13
 
-DECISION_ICON = {"block": "❌", "review": "⚠️", "pass": "✅", "skipped": "⏭️", "none": "⏹️"}
-HEADLINE = {
-    "block": "❌ Blocked",
-    "review": "⚠️ Needs review",
-    "pass": "✅ Passed",
-    "none": "⏹️ Nothing compared",
-}
 ACCEPT_LABEL = "ragproof:accept"
 
 _MARKER = re.compile(r"<!--(?:(?!--)[^<>\r\n]){1,200}-->")
@@ -121,6 +125,9 @@ CASES_PER_FINDING = {"block": (3, 2), "review": (2, 1)}
 ANSWER_CHARS = 240
 QUESTION_CHARS = 200
 RETRIEVED_SHOWN = 5
+# Gates worse on their own evidence named on the first screen; slices in its cases table.
+WORSE_SHOWN = 5
+SLICES_SHOWN = 10
 
 
 def _age(created_at: str, now: datetime | None) -> str | None:
@@ -156,90 +163,6 @@ def interval_bar(lo: float | None, hi: float | None, delta: float | None, margin
     cells[pos(0.0)] = "┆" if cells[pos(0.0)] == "·" else cells[pos(0.0)]
     cells[pos(delta)] = "◆"
     return "`" + "".join(cells) + "`"
-
-
-def short_reason(g: GateResult) -> str:
-    """The decision as a short phrase: "real drop", "below min 0.7", "inconclusive", "pass"."""
-    if g.decision == "block":
-        if g.floor is not None and g.candidate_hi is not None and g.candidate_hi < g.floor:
-            return f"below min {g.floor:g}"
-        if g.ceiling is not None and g.candidate_lo is not None and g.candidate_lo > g.ceiling:
-            return f"above max {g.ceiling:g}"
-        return "real drop"
-    if g.decision == "review":
-        return "inconclusive"
-    if g.decision == "skipped":
-        return "skipped"
-    return "pass"
-
-
-def why_line(comparison: Comparison, level_pct: str | None = None) -> str:
-    """One plain-text sentence saying why the overall decision is what it is.
-
-    block: the blocking gate with the lowest Δ (its interval, and the floor when that is the
-    reason); review: the inconclusive gate whose interval reaches lowest (or, with none, that
-    the pull request changed the policy: the action raises such a pass to review); pass: the margin
-    every interval stayed above; none: the comparison's ``overall_reason``. Metric and slice
-    names are user data: escape before use.
-    """
-    if comparison.overall == "none":
-        return f"{comparison.overall_reason}; no gate was decided, so this is not a pass."
-    level = level_pct or pct(comparison.settings.interval_confidence)
-    gating = comparison.gating()
-    if comparison.overall == "block":
-        blocks = [g for g in gating if g.decision == "block"]
-        g = min(
-            blocks, key=lambda x: (x.delta if x.delta is not None else 0.0, x.hi or 0.0, x.metric, x.slice)
-        )
-        reason = short_reason(g)
-        head = f"{g.metric} on {g.slice}"
-        if reason == "real drop":
-            return (
-                f"{head} dropped: Δ {fmt_signed(g.delta)}, {level} interval {fmt_interval(g.lo, g.hi)} "
-                "lies wholly below zero."
-            )
-        return (
-            f"{head} is {reason}: the candidate's {level} interval "
-            f"[{fmt_num(g.candidate_lo)}, {fmt_num(g.candidate_hi)}] lies wholly beyond it."
-        )
-    reviews = [g for g in gating if g.decision == "review"]
-    if comparison.overall == "review" and not reviews:
-        # Raised to review by the caller (the action: the pull request changed the policy).
-        return "every gate passes, but the pull request changes the gate's policy or dataset: a maintainer must look."
-    if comparison.overall == "review":
-        # Under gate.underpowered: inform, an underpowered gate's review is shown but does not
-        # make the overall decision: count and name the gates that do (the others are listed
-        # with the gates shown but not counted).
-        deciding = [g for g in reviews if not informs_only(g, comparison.settings.underpowered)]
-        g = min(deciding or reviews, key=lambda x: (x.lo if x.lo is not None else 0.0, x.metric, x.slice))
-        count = len(deciding or reviews)
-        return (
-            f"nothing blocks, but {count} gate{'s are' if count != 1 else ' is'} inconclusive: "
-            f"{g.metric} on {g.slice} (Δ {fmt_signed(g.delta)}, {level} interval {fmt_interval(g.lo, g.hi)}) "
-            f"may have dropped by more than the margin {g.margin:g}."
-        )
-    worse = comparison.verdict.worse
-    if comparison.verdict.cause == VerdictCause.WORSE_UNCONFIRMED and worse:
-        # Never silent: a gate whose own interval lies below zero is named, with its interval.
-        w = worse[0]
-        many = f"{len(worse)} gates are" if len(worse) != 1 else "one gate is"
-        return (
-            f"no drop is confirmed over the family, but {many} worse on their own evidence: "
-            f"{w.metric} on {w.slice} (Δ {fmt_signed(w.delta)}, {level} interval {fmt_interval(w.lo, w.hi)}) "
-            "lies wholly below zero."
-        )
-    decided = sum(1 for g in gating if g.decision == "pass")
-    informing = sum(informs_only(g, comparison.settings.underpowered) for g in gating)
-    margin = f"−margin {comparison.settings.margin:g}"
-    if decided == 0 and informing:
-        # A pass by the rule (no gate decides against it), but nothing was shown to hold.
-        return (
-            f"no gate was decided at {margin}: all {informing} compared gate{'s are' if informing != 1 else ' is'} "
-            "underpowered (too few pairs for the margin; see Power) and none lies wholly below it."
-        )
-    more = f"; {informing} underpowered gate{'s' if informing != 1 else ''} inform only" if informing else ""
-    subject = "the one decided gate stays" if decided == 1 else f"all {decided} decided gates stay"
-    return f"{subject} above {margin} at {level}{more}."
 
 
 @dataclass
@@ -303,8 +226,7 @@ def _table_rows(rows: list[_Row], scale: float, default_method: str | None = Non
         method = g.method
         if method == default_method:
             method = None  # the header names the configured method; a row says where it differs
-        # More pairs help an inconclusive gate; a pass or a real drop is decided already.
-        needed = g.pairs_needed if g.underpowered and g.decision == "review" else None
+        needed = pairs_to_decide(g)
         out.append(
             {
                 "first": metric != previous,
@@ -319,8 +241,8 @@ def _table_rows(rows: list[_Row], scale: float, default_method: str | None = Non
                 "interval": fmt_interval(g.lo, g.hi),
                 "method": method,
                 "bar": interval_bar(g.lo, g.hi, g.delta, g.margin, scale),
-                "icon": DECISION_ICON[g.decision],
-                "reason": short_reason(g),
+                "icon": INFORM_ICON if informs_only(g) else DECISION_ICON[g.decision],
+                "reason": gate_phrase(g),
                 "margin": g.margin,
                 "needed": needed,
                 "gating": g.gating,
@@ -417,6 +339,29 @@ def _not_gating_lines(gates: list[GateResult]) -> list[dict[str, object]]:
     ]
 
 
+def slice_rows(comparison: Comparison, paired: PairedCases | None) -> list[dict[str, object]]:
+    """Per gating slice, worst first: cases, how many got worse and better, its lowest gate."""
+    if paired is None:
+        return []
+    out: list[dict[str, object]] = []
+    for s in slice_moves(comparison, paired):
+        g = s.worst
+        out.append(
+            {
+                "key": s.key,
+                "n": s.n,
+                "worse": s.worse,
+                "better": s.better,
+                "metric": g.metric if g else None,
+                "delta": fmt_signed(g.delta) if g else "–",
+                "interval": fmt_interval(g.lo, g.hi) if g else "–",
+                "icon": (INFORM_ICON if informs_only(g) else DECISION_ICON[g.decision]) if g else "",
+                "phrase": gate_phrase(g) if g else "",
+            }
+        )
+    return out
+
+
 def _power_rows(comparison: Comparison) -> list[dict[str, object]]:
     """Per gated metric on ``all``: pairs, minimum detectable effect, pairs needed (when known)."""
     out: list[dict[str, object]] = []
@@ -468,25 +413,6 @@ def report_warnings(comparison: Comparison) -> list[str]:
     return lines
 
 
-def informs_only(gate: GateResult, mode: str) -> bool:
-    """A review that does not make the overall decision (``GateResult.counts``)."""
-    return gate.decision == "review" and not gate.counts
-
-
-def tally(comparison: Comparison) -> dict[str, int]:
-    """Gate counts as the headline states them; they add up to ``len(comparison.gates)``.
-
-    ``review`` counts the reviews that make the overall decision; ``underpowered`` the reviews
-    of underpowered gates that only inform (``gate.underpowered: inform``), shown but not deciding.
-    """
-    gating = comparison.gating()
-    counts = {d: sum(1 for g in gating if g.decision == d) for d in ("block", "review", "pass", "skipped")}
-    counts["underpowered"] = sum(informs_only(g, comparison.settings.underpowered) for g in gating)
-    counts["review"] -= counts["underpowered"]
-    counts["not_gating"] = len(comparison.gates) - len(gating)
-    return counts
-
-
 def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[_Row], list[_Row]]:
     """The gating block and review gates as table rows, in finding order: (first screen, rest).
 
@@ -499,17 +425,22 @@ def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[
         _rows(group_identical([g for g in comparison.gating() if g.decision in ("block", "review")], paired))
     )
     first = [r for r in rows if r.lead.decision == "block"][:BLOCK_ROWS]
-    mode = comparison.settings.underpowered
-    deciding = [r for r in rows if r.lead.decision == "review" and not informs_only(r.lead, mode)]
+    deciding = [r for r in rows if r.lead.decision == "review" and not informs_only(r.lead)]
     first += deciding[: max(0, ATTENTION_ROWS - len(first))]
     chosen = {id(r) for r in first}
     return [r for r in rows if id(r) in chosen], [r for r in rows if id(r) not in chosen]
 
 
+def worse_not_shown(comparison: Comparison, first: list[_Row]) -> list[GateRef]:
+    """The verdict's gates worse on their own evidence that the first table does not show."""
+    shown = {(g.metric, g.slice) for row in first for g in row.gates}
+    return [ref for ref in comparison.verdict.worse if (ref.metric, ref.slice) not in shown]
+
+
 def folded_counts(comparison: Comparison, rest: list[_Row]) -> tuple[int, int]:
     """Gates in the rows :func:`attention` folds away, and how many of them only inform."""
     gates = [g for r in rest for g in r.gates]
-    return len(gates), sum(informs_only(g, comparison.settings.underpowered) for g in gates)
+    return len(gates), sum(informs_only(g) for g in gates)
 
 
 def _comment_renderer(
@@ -532,11 +463,16 @@ def _comment_renderer(
     power = _power_rows(comparison)
     base = comparison.baseline
     counts = tally(comparison)
+    worse = worse_not_shown(comparison, shown_first)
     fixed = {
         "c": comparison,
         "ctx": context,
-        "headline": HEADLINE[comparison.overall],
+        "headline": headline(comparison.verdict),
         "why": why_line(comparison, level_pct),
+        "worse": [worse_line(ref, level_pct) for ref in worse[:WORSE_SHOWN]],
+        "more_worse": max(0, len(worse) - WORSE_SHOWN),
+        "slices": slice_rows(comparison, paired),
+        "slices_shown": SLICES_SHOWN,
         "warnings": report_warnings(comparison),
         "tally": counts,
         "total": len(gates),
@@ -577,12 +513,6 @@ def _comment_renderer(
         )
 
     return render
-
-
-def pct(level: float) -> str:
-    """A confidence level as the reports print it: 0.95 -> \"95%\", 0.975 -> \"97.5%\"."""
-    text = f"{level * 100:.4f}".rstrip("0").rstrip(".")
-    return f"{text}%"
 
 
 def _fit(render: Callable[[_Limits], str], cap: int) -> str:
@@ -627,7 +557,8 @@ def render_markdown(
 def check_title(comparison: Comparison) -> str:
     """The check run's title: the decision and its one-line why (plain text, at most 1,000
     characters; GitHub shows it beside the check's name)."""
-    text = f"{HEADLINE[comparison.overall]}: {inert_text(why_line(comparison))}"
+    level = pct(comparison.settings.interval_confidence)
+    text = f"{headline(comparison.verdict)}: {inert_text(why_line(comparison, level))}"
     return text if len(text) <= 1000 else text[:999] + "…"
 
 

@@ -11,15 +11,9 @@ from gate.decision.comparison import Comparison
 from gate.model.artifact import RunArtifact
 from gate.report.cases import PairedCases, paired_cases
 from gate.report.escape import inert_text
-from gate.report.markdown import (
-    attention,
-    folded_counts,
-    report_warnings,
-    short_reason,
-    tally,
-    why_line,
-)
+from gate.report.markdown import attention, folded_counts, report_warnings, worse_not_shown
 from gate.report.templating import fmt_interval, fmt_num, fmt_signed
+from gate.report.wording import gate_phrase, pct, tally, why_line, worse_line
 
 
 def render_terminal(
@@ -33,24 +27,28 @@ def render_terminal(
     if paired is None:
         paired = paired_cases(comparison, baseline, candidate)
     counts = tally(comparison)
+    level = pct(comparison.settings.interval_confidence)
     lines = [
-        f"ragproof compare: {comparison.overall}: {inert_text(why_line(comparison))}",
+        f"ragproof compare: {comparison.verdict.decision}: {inert_text(why_line(comparison, level))}",
         f"  {len(comparison.gates)} gates: {counts['block']} block, {counts['review']} review, "
-        + (f"{counts['underpowered']} underpowered, " if counts["underpowered"] else "")
+        + (f"{counts['inform']} inform only, " if counts["inform"] else "")
         + f"{counts['pass']} pass, {counts['skipped']} skipped, {counts['not_gating']} not gating",
     ]
     first, rest = attention(comparison, paired)
+    worse = worse_not_shown(comparison, first)
+    lines += [f"  worse on its own evidence: {inert_text(worse_line(ref, level))}" for ref in worse]
     for row in first:
         g = row.lead
         lines.append(
             f"  {g.decision:6} {inert_text(' = '.join(row.metrics))} [{inert_text(' = '.join(row.slices))}] "
             f"{fmt_num(g.baseline_mean)} → {fmt_num(g.candidate_mean)}, Δ {fmt_signed(g.delta)} "
-            f"{fmt_interval(g.lo, g.hi)}, {g.n} pairs: {short_reason(g)}"
+            f"{fmt_interval(g.lo, g.hi)}, {g.n} pairs: {gate_phrase(g)}"
         )
     if rest:
-        more, _ = folded_counts(comparison, rest)
-        lines.append(
-            f"  … {more} more gate{'s' if more != 1 else ''} to review in the Markdown and JSON reports"
-        )
+        more, inform = folded_counts(comparison, rest)
+        review = more - inform
+        parts = [f"{review} more to review"] if review else []
+        parts += [f"{inform} that inform only"] if inform else []
+        lines.append(f"  … {' and '.join(parts)} in the Markdown and JSON reports")
     lines += [f"  warning: {inert_text(w)}" for w in report_warnings(comparison)]
     return "\n".join(lines)

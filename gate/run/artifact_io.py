@@ -15,7 +15,7 @@ import math
 import os
 import secrets
 import shutil
-import tempfile
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -24,6 +24,7 @@ from typing import IO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from gate.boundary.files import copy_capped, open_directory, write_new_file
 from gate.core.errors import DataError, UsageError, json_problem, pydantic_message
 from gate.model.artifact import (
     DATASET_FILE,
@@ -75,21 +76,6 @@ def _json_document(model: BaseModel) -> str:
     return json.dumps(model.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _copy_capped(source: Path, target: Path, cap: int) -> None:
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        data = src.read(cap + 1)
-        if len(data) > cap:
-            data = data[:cap] + b"\n[ragproof] truncated at %d bytes\n" % cap
-        dst.write(data)
-
-
 def check_out_dir(out_dir: Path) -> None:
     """UsageError unless ``out_dir`` is absent, empty or a previous artifact (safe to replace)."""
     # Replacing a directory is only safe when it is a previous artifact (or empty): a typo
@@ -120,31 +106,51 @@ def write_artifact(
     Atomic: the files are written and fsynced in a temporary sibling directory which is then
     renamed into place, so readers see the old artifact or the new one, never a mix. A
     previous artifact at ``out_dir`` is replaced; any other non-empty directory is refused.
+
+    Every step goes through descriptors (:mod:`gate.boundary.files`): the parent is opened
+    component by component without following links (in the action: refused when a link or a
+    directory the pipeline user may write), files are created with ``O_EXCL | O_NOFOLLOW``,
+    renames and the removal of the replaced artifact are relative to the parent's descriptor,
+    and an extra file is copied from a regular file opened with ``O_NOFOLLOW``.
     """
     out_dir = Path(out_dir)
     check_out_dir(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    parent = open_directory(out_dir.parent)
+    staging = f".{out_dir.name}.tmp-{secrets.token_hex(4)}"
     try:
-        os.chmod(staging, 0o755)
-        _write_synced(staging / RUN_FILE, _json_document(meta))
-        _write_synced(staging / ROWS_FILE, "".join(row.model_dump_json() + "\n" for row in rows))
-        _write_synced(staging / SUMMARY_FILE, _json_document(summary))
-        if cases is not None:
-            _write_synced(staging / DATASET_FILE, dataset_lines(cases))
-        for name, source in (extra_files or {}).items():
-            if source.is_file():
-                _copy_capped(source, staging / name, MAX_EXTRA_FILE_BYTES)
-        if out_dir.exists():
-            retired = out_dir.parent / f".{out_dir.name}.old-{secrets.token_hex(4)}"
-            os.rename(out_dir, retired)
-            os.rename(staging, out_dir)
-            shutil.rmtree(retired, ignore_errors=True)
+        os.mkdir(staging, 0o755, dir_fd=parent)
+        directory = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+        try:
+            os.fchmod(directory, 0o755)  # whatever the umask
+            files = {
+                RUN_FILE: _json_document(meta),
+                ROWS_FILE: "".join(row.model_dump_json() + "\n" for row in rows),
+                SUMMARY_FILE: _json_document(summary),
+            }
+            if cases is not None:
+                files[DATASET_FILE] = dataset_lines(cases)
+            for name, text in files.items():
+                write_new_file(directory, name, text.encode("utf-8"), sync=True)
+            for name, source in (extra_files or {}).items():
+                copy_capped(source, directory, name, MAX_EXTRA_FILE_BYTES)
+        finally:
+            os.close(directory)
+        try:
+            existing = stat.S_ISDIR(os.lstat(out_dir.name, dir_fd=parent).st_mode)
+        except FileNotFoundError:
+            existing = False
+        if existing:
+            retired = f".{out_dir.name}.old-{secrets.token_hex(4)}"
+            os.rename(out_dir.name, retired, src_dir_fd=parent, dst_dir_fd=parent)
+            os.rename(staging, out_dir.name, src_dir_fd=parent, dst_dir_fd=parent)
+            shutil.rmtree(retired, ignore_errors=True, dir_fd=parent)
         else:
-            os.rename(staging, out_dir)
+            os.rename(staging, out_dir.name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True, dir_fd=parent)
         raise
+    finally:
+        os.close(parent)
     return out_dir
 
 

@@ -1,6 +1,16 @@
 """End-of-run warnings: a run that completed but measured less than it seems to.
 
-Each check looks at the rows of one run (adapter failures excluded) and returns one line:
+Each check looks at the rows of one run and returns one line:
+
+* **Failed cases**: more than ``FAILURE_WARNING_RATE`` (10%) of the cases failed (the adapter
+  raised or timed out). Failed cases enter no mean, so every mean describes only the cases
+  that ran; when the failures are the hard questions (long, unusual, those whose retrieval
+  breaks), the means look better than the pipeline is. Below ``run.max_failure_rate`` the run
+  still completes with exit 0, so this line (on stderr, in ``run.json`` ``warnings``, in
+  ``ragproof report`` and in a comparison that uses the run) is the only sign. It names the
+  most common error, cut to 60 characters.
+
+The others look at the cases that ran (adapter failures excluded):
 
 * **No match**: retrieval ran on cases with ``expected_source_ids``, yet no retrieved chunk
   matched any expected id on any of them (under ``run.source_match``). Usually the ids live
@@ -22,9 +32,24 @@ from collections.abc import Mapping, Sequence
 from gate.core.errors import clipped
 from gate.metrics.base import REASON_NO_EXPECTED_ANSWER, MetricSpec
 from gate.metrics.retrieval import matched_ranking
-from gate.model.artifact import Row
+from gate.model.artifact import Row, error_groups
 from gate.model.config import SourceMatch
 from gate.model.dataset import Case
+
+# Above this share of failed cases a completed run says so (run.max_failure_rate makes it exit 4).
+FAILURE_WARNING_RATE = 0.10
+
+
+def _failed_cases(rows: Sequence[Row]) -> str | None:
+    failed = sum(1 for row in rows if row.status != "ok")
+    if not rows or failed / len(rows) <= FAILURE_WARNING_RATE:
+        return None
+    error, times = error_groups(rows)[0]
+    return (
+        f"{failed} of {len(rows)} cases failed ({failed / len(rows):.0%}, above {FAILURE_WARNING_RATE:.0%}; "
+        f"most often {clipped(error)!r}, {times}x): failed cases enter no mean, so the means describe "
+        f"only the {len(rows) - failed} that ran and can look better than the pipeline is"
+    )
 
 
 def _no_match(
@@ -127,6 +152,7 @@ def run_warnings(
 ) -> list[str]:
     """The end-of-run warnings for ``rows`` (see the module docstring), in a fixed order."""
     found = (
+        _failed_cases(rows),
         _no_match(rows, cases, source_match, document_id_key),
         _no_expected_answer(rows, specs),
         _short_retrieval(rows, k),

@@ -31,6 +31,7 @@ from typing import Any
 
 from gate import __version__
 from gate.adapters import STDERR_LOG_NAME, Adapter, AdapterError, AdapterTimeout, build_adapter
+from gate.boundary.sandbox import end_untrusted_processes
 from gate.core.environment import Environment
 from gate.core.errors import (
     EXIT_BUDGET,
@@ -76,7 +77,7 @@ MAX_ERROR_CHARS = 2000
 @dataclass
 class RunOutcome:
     artifact_dir: Path
-    status: str
+    status: RunStatus
     exit_code: int
     meta: RunMeta
     cases: int = 0  # rows written
@@ -363,6 +364,10 @@ def execute_run(
         loop_started = time.monotonic()
         outcome = _run_pending(config, env, plan, store, run_id, rows_by_id, judge, log_dir, progress)
         loop_s = time.monotonic() - loop_started
+        # Nothing the pipeline started may still run while the artifact is written and its log
+        # copied (in the action: every process of the pipeline user, those that left their
+        # session included).
+        end_untrusted_processes()
         status, exit_code = _final_status(outcome, len(rows_by_id), len(plan.cases))
         rows = [rows_by_id[case.id] for _, case in plan.cases if case.id in rows_by_id]
         warnings = _warnings(config, rows, [case for _, case in plan.cases], plan.metric_names)

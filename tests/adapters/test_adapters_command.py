@@ -161,3 +161,33 @@ def test_process_that_cannot_be_restarted_mid_run_is_a_usage_error_not_a_group(t
     result = asyncio.run(go())
     assert isinstance(result, UsageError), result
     assert f"adapter.command: cannot start '{program}'" in str(result)
+
+
+def test_a_process_is_stopped_once_however_many_cases_ask(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each case in flight that times out asks to stop the process. A second Process.kill polls
+    # the process and, when it has died meanwhile, reaps it before asyncio's child watcher does:
+    # asyncio then logs "Unknown child process" on the run's stderr and the exit code becomes 255.
+    signals: list[int] = []
+    real_kill = asyncio.subprocess.Process.kill
+
+    def kill(self: asyncio.subprocess.Process) -> None:
+        signals.append(self.pid)
+        real_kill(self)
+
+    monkeypatch.setattr(asyncio.subprocess.Process, "kill", kill)
+    adapter = _adapter(tmp_path)
+
+    async def go() -> None:
+        await adapter.start()
+        try:
+            for _ in range(3):  # three timed-out cases of one process
+                adapter.kill()
+        finally:
+            await adapter.close()
+
+    asyncio.run(go())
+    assert len(signals) == 1
+    log = (tmp_path / "logs" / STDERR_LOG_NAME).read_text()
+    assert "was stopped (another request timed out); exit code -9" in log

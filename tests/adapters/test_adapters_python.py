@@ -234,3 +234,39 @@ def test_framework_objects_cross_the_worker_boundary_converted(tmp_path: Path) -
     assert [c.model_dump(exclude_none=True) for c in out.retrieved or []] == [
         {"id": "c1", "text": "Refunds within 30 days.", "score": 0.25, "metadata": {"source": "doc-1"}}
     ]
+
+
+@pytest.mark.parametrize(
+    ("framework", "target", "message"),
+    [
+        (
+            "python",
+            "pipeline.py:Pipeline",
+            # the config's and the working directory are one here: named once, with the fix
+            "adapter.target: module 'pipeline.py' not found (searched {dir}); did you mean pipeline:Pipeline?",
+        ),
+        (
+            "haystack",
+            "pipeline:rag",
+            "adapter.target: 'pipeline:rag' (Pipeline) has neither a retrieve(question, k) nor an "
+            "answer(question) method; it is a Haystack object: use adapter.type: haystack",
+        ),
+    ],
+)
+def test_a_mistaken_target_or_type_names_the_fix(
+    framework: str, target: str, message: str, tmp_path: Path
+) -> None:
+    import yaml
+    from run_helpers import ragproof
+
+    if framework != "python":
+        require(framework)
+    assert ragproof("init", "--framework", framework, cwd=tmp_path).returncode == 0
+    config = yaml.safe_load((tmp_path / "ragproof.yaml").read_text())
+    config["adapter"].update(type="python", target=target)
+    (tmp_path / "ragproof.yaml").write_text(yaml.safe_dump(config))
+    done = ragproof("validate", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        64,
+        f"ragproof: error: {message.format(dir=tmp_path.resolve())}\n",
+    )

@@ -8,7 +8,6 @@ metric registry and check that the effect holds the way the gate will see it.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -17,10 +16,10 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from statistics import mean
-from types import ModuleType
 from typing import Any
 
 import pytest
+from bench_helpers import load_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -46,17 +45,8 @@ RETRIEVAL = (
 ANSWER = ("answer.exact_match", "answer.token_f1")
 
 
-def _load_module() -> ModuleType:
-    # A private name, so this copy never collides with the adapter's own import of "pipeline".
-    spec = importlib.util.spec_from_file_location("demo_pipeline_under_test", DEMO / "pipeline.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-demo = _load_module()
+# A private name, so this copy never collides with the adapter's own import of "pipeline".
+demo = load_file("demo_pipeline_under_test", DEMO / "pipeline.py")
 
 Scores = dict[str, dict[str, float | None]]
 

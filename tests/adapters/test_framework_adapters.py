@@ -369,3 +369,27 @@ def test_validate_and_run_score_an_extractive_haystack_pipeline(tmp_path: Path) 
         ("ok", "twelve minutes"),
     ]
     assert [r["metrics"]["answer.exact_match"]["value"] for r in rows] == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("kind", ["langchain", "llamaindex", "haystack"])
+def test_a_missing_framework_names_this_projects_install_line(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from gate.adapters import FRAMEWORK_PACKAGES, check_adapter
+    from gate.core.environment import Environment
+    from gate.core.errors import UsageError
+    from gate.model.config import parse_config
+
+    config = parse_config(
+        {"dataset": "cases.jsonl", "adapter": {"type": kind, "target": "pipeline:x"}},
+        tmp_path / "ragproof.yaml",
+    )
+    # the framework's package where none is installed: nowhere on the path
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "-packages" not in p])
+    with pytest.raises(UsageError) as info:
+        check_adapter(config, Environment(variables={}, cwd=tmp_path), ["c1"])
+    assert str(info.value) == (
+        f"adapter.type {kind}: {FRAMEWORK_PACKAGES[kind]} is not installed (pip install 'ragproof-gate[{kind}]')"
+    )

@@ -277,7 +277,10 @@ def test_a_checkout_that_is_not_the_pr_head_refuses(tmp_path: Path, server: GitH
     )
     assert not (result.workspace / "installed.txt").exists()
     assert not (result.workspace / "seen-env.json").exists()
-    assert server.state.check_runs == []
+    # The required check fails with the reason instead of staying pending.
+    (check,) = server.state.check_runs
+    assert (check["head_sha"], check["conclusion"]) == ("a1" * 20, "failure")
+    assert f"the checkout is at {head[:12]}" in check["output"]["summary"]
 
 
 def _workflow_run(tmp_path: Path, state: GitHubState, event: dict[str, Any], **inputs: str) -> ActionRun:

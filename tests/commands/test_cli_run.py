@@ -479,6 +479,40 @@ def test_a_run_that_mostly_failed_exits_4_with_its_commonest_errors(tmp_path: Pa
     )
 
 
+def test_a_run_with_30_percent_failed_says_so_everywhere_a_baseline_is_read(tmp_path: Path) -> None:
+    # Formerly exit 0 and silence, while the failed cases left the means looking better.
+    cases = make_cases(10)
+    for case in cases[:3]:
+        case["question"] += " [fail]"
+    write_dataset(tmp_path, cases)
+    write_config(tmp_path)
+    proc = ragproof("run", "--out", "base", "--no-progress", cwd=tmp_path, env=_env())
+    assert proc.returncode == 0, proc.stderr
+    warning = (
+        "3 of 10 cases failed (30%, above 10%; most often 'adapter_error: retrieve raised RuntimeError: "
+        "index offline', 3x): failed cases enter no mean, so the means describe only the 7 that ran and "
+        "can look better than the pipeline is"
+    )
+    assert f"ragproof: warning: {warning}\n" in proc.stderr
+    assert read_artifact(tmp_path / "base").meta.warnings[0] == warning
+    report = ragproof("report", "base", cwd=tmp_path, env=_env())
+    assert f"warning: {warning}\n" in report.stdout
+
+    for case in cases:
+        case["question"] = case["question"].replace(" [fail]", "")
+    write_dataset(tmp_path, cases)
+    assert ragproof("run", "--out", "cand", "--no-progress", cwd=tmp_path, env=_env()).returncode == 0
+    ragproof("compare", "base", "cand", "--markdown", "comment.md", cwd=tmp_path, env=_env())
+    comment = (tmp_path / "comment.md").read_text()  # markdown-escaped
+    assert "> ⚠️ baseline run: 3 of 10 cases failed \\(30%, above 10%; most often 'adapter\\_error:" in comment
+
+    # one failure in ten is at the warning level, not above it
+    cases[0]["question"] += " [fail]"
+    write_dataset(tmp_path, cases)
+    quiet = ragproof("run", "--out", "one", "--no-progress", cwd=tmp_path, env=_env())
+    assert (quiet.returncode, "failed" in quiet.stderr) == (0, False)
+
+
 def test_a_failure_rate_within_run_max_failure_rate_exits_0(tmp_path: Path) -> None:
     proc = _failing_run(tmp_path, max_failure_rate=0.7)
     assert proc.returncode == 0, proc.stderr

@@ -198,6 +198,18 @@ def test_smoke_shows_errors_warns_about_short_retrieval_and_exits_1(tmp_path: Pa
     ) in proc.stderr
 
 
+def test_smoke_exits_1_even_when_most_smoke_cases_fail(tmp_path: Path) -> None:
+    # Formerly 4: the run's own exit for run.max_failure_rate leaked out of validate.
+    cases = make_cases(4)
+    for case in cases[:3]:
+        case["question"] += " [fail]"
+    write_dataset(tmp_path, cases)
+    write_config(tmp_path)
+    proc = ragproof("validate", "-c", "ragproof.yaml", "--smoke", "4", cwd=tmp_path, env=_env())
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.count("  error: case-00") == 3
+
+
 def test_smoke_needs_a_positive_count(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(2))
     write_config(tmp_path)

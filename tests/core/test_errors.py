@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from gate.core.errors import DataError, UsageError, json_problem, read_text_file, validated, yaml_problem
+from gate.core.errors import DataError, UsageError, json_problem, validated, yaml_problem
 
 
 class _Point(BaseModel):
@@ -43,13 +42,3 @@ def test_yaml_problem_names_the_line() -> None:
     assert where == "ragproof.yaml:3"
     assert problem == "expected ',' or ']', but got '<stream end>'"
     assert yaml_problem("x.yaml", yaml.YAMLError("no mark")) == ("x.yaml", "invalid YAML")
-
-
-def test_read_text_file_names_what_is_missing_or_unreadable(tmp_path: Path) -> None:
-    (tmp_path / "ok.txt").write_text("héllo\n", encoding="utf-8")
-    assert read_text_file(tmp_path / "ok.txt", "dataset") == "héllo\n"
-    with pytest.raises(DataError, match=r"nope.jsonl: dataset file not found$"):
-        read_text_file(tmp_path / "nope.jsonl", "dataset")
-    (tmp_path / "latin1.yaml").write_bytes(b"caf\xe9\n")
-    with pytest.raises(UsageError, match=r"latin1.yaml: cannot read config: 'utf-8' codec can't decode"):
-        read_text_file(tmp_path / "latin1.yaml", "config", UsageError)

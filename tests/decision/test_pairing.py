@@ -155,3 +155,23 @@ def test_the_comment_shows_the_lost_cases_the_comparison_counted(tmp_path: Path)
     values = {m.name: (m.baseline, m.candidate, m.d) for m in explorer["q00"].metrics}
     assert values["answer.exact_match"] == (1.0, None, -1.0)
     assert "q00" in render_markdown(comparison, paired=paired)
+
+
+def test_an_interval_never_leaves_the_differences_feasible_range() -> None:
+    # Before: a t interval on seven lost first hits and three halved ones reached −1.05, below
+    # the −1 an MRR difference can be (an MRR interval of [−1.013, +0.837] was printed).
+    from gate_runs import artifact, row
+
+    from gate.decision.pairing import feasible
+
+    cands = [0.0] * 7 + [0.5, 0.5, 1.0]
+    base_rows = [row(f"q{i}", {"retrieval.mrr": 1.0}) for i in range(10)]
+    cand_rows = [row(f"q{i}", {"retrieval.mrr": v}) for i, v in enumerate(cands)]
+    comparison = compare_runs(artifact(meta("b"), base_rows), artifact(meta("c"), cand_rows), GateConfig())
+    mrr = next(g for g in comparison.gates if g.metric == "retrieval.mrr" and g.slice == "all")
+    assert (mrr.method, mrr.delta, mrr.lo, mrr.decision) == ("t", -0.8, -1.0, "block")
+    assert mrr.hi is not None and -1.0 < mrr.hi < 0
+    assert feasible(-1.013, 0.837, (0.0, 1.0)) == (-1.0, 0.837)
+    assert feasible(-2.5, -1.5, (0.0, 1.0)) == (-1.0, -1.0)
+    assert feasible(-0.2, 1.2, (0.0, 1.0), level=True) == (0.0, 1.0)
+    assert feasible(-3.0, 3.0, None) == (-3.0, 3.0)

@@ -6,9 +6,15 @@ from github_helpers import client_for
 from servers.github_server import GitHubServer
 
 from gate.github.checks import create_check_run
-from gate.github.comment import find_comment, marker, upsert_comment
+from gate.github.client import GitHubClient
+from gate.github.comment import CommentResult, find_comment, marker, write_comment
 
 HUMAN = {"login": "mallory", "type": "User"}
+
+
+def upsert_comment(client: GitHubClient, pr_number: int, check_name: str, body: str) -> CommentResult:
+    """The flow's two steps: find the sticky comment, then update it or post a new one."""
+    return write_comment(client, pr_number, check_name, body, find_comment(client, pr_number, check_name))
 
 
 def test_created_then_updated_in_place_behind_several_pages(pr_server: GitHubServer) -> None:

@@ -6,12 +6,13 @@ import io
 from pathlib import Path
 
 import pytest
+from github_helpers import parse_output_file
 from hypothesis import given
 from hypothesis import strategies as st
 from log_commands import obeyed_commands
 
 from gate.boundary.logguard import ZERO_WIDTH_SPACE, LogGuard, NeutralisingStream, neutralise
-from gate.github.workflow import WorkflowCommands, escape_data, parse_output_file
+from gate.github.workflow import WorkflowCommands, escape_data
 
 
 def _commands(tmp_path: Path) -> tuple[WorkflowCommands, io.StringIO]:

@@ -137,8 +137,10 @@ def test_failure_category_refusal_is_checked_first() -> None:
 
 
 def test_failure_category_retrieval_miss() -> None:
-    assert category("Ninety.", "within 30 days", [chunk("c9", "Shipping is free.")]) == "retrieval_miss"
-    assert category("Ninety.", "within 30 days", []) == "retrieval_miss"
+    assert (
+        category("Ninety.", "within 30 days", [chunk("c9", "Shipping is free.")]) == "lexical_retrieval_miss"
+    )
+    assert category("Ninety.", "within 30 days", []) == "lexical_retrieval_miss"
 
 
 def test_failure_category_format_mismatch() -> None:
@@ -160,7 +162,7 @@ def test_failure_category_wrong_extraction() -> None:
 def test_failure_category_labels_are_the_documented_set() -> None:
     assert CATEGORIES == (
         "refusal",
-        "retrieval_miss",
+        "lexical_retrieval_miss",
         "format_mismatch",
         "hallucination",
         "wrong_extraction",

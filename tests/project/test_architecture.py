@@ -111,3 +111,17 @@ def test_docs_name_every_stage() -> None:
             continue
         name = f"gate/{part}.py" if (GATE / f"{part}.py").is_file() else f"gate/{part}/"
         assert f"`{name}`" in text, f"docs/architecture.md does not describe {name}"
+
+
+def test_docs_name_every_module() -> None:
+    # Each module of a package appears as `package/module.py` (commands: by file name).
+    text = (GATE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [
+        str(path.relative_to(GATE))
+        for path in SOURCES
+        if path.parent != GATE
+        and path.name != "__init__.py"
+        and f"`{path.relative_to(GATE).as_posix()}`" not in text
+        and f"`{path.name}`" not in text
+    ]
+    assert missing == [], f"docs/architecture.md does not describe {missing}"

@@ -2,7 +2,8 @@
 
 scripts/container-smoke.sh does the work (base image from Debian's packages, build, the hostile
 pipeline as a python, command and http-served pipeline with a hostile install command and secrets
-in the environment, a push run and a pull_request run against the GitHub API test server). Without podman the test is
+in the environment, the symlinked-out-parent attack with a setsid daemon, a push run and a
+pull_request run against the GitHub API test server). Without podman the test is
 skipped, unless RAGPROOF_REQUIRE_CONTAINER=1 (CI), where a missing podman is a failure.
 """
 
@@ -39,3 +40,9 @@ def test_image_builds_and_gates_a_pull_request() -> None:
         line = f"container smoke: hostile {kind} pipeline: 5 probes, nothing found, nothing obeyed"
         assert line in proc.stdout, log
     assert proc.stdout.rstrip().endswith("container smoke: ok"), log
+    # `.ragproof -> /opt/pipeline` refused before any untrusted code ran; the daemon an install
+    # command left (double fork + setsid) ended before the run was written
+    assert (
+        "container smoke: .ragproof -> /opt/pipeline refused before any untrusted code ran" in proc.stdout
+    ), log
+    assert "container smoke: the setsid daemon was ended before the run was written" in proc.stdout, log

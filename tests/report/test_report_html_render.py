@@ -21,7 +21,6 @@ from render_helpers import allow_script, run_page
 from gate.decision.comparison import Comparison
 from gate.report.cases import PairedCases, explorer_cases
 from gate.report.markdown import attention as attention_rows
-from gate.report.markdown import informs_only
 from gate.run.artifact_io import read_artifact
 
 pytestmark = pytest.mark.browser
@@ -102,11 +101,11 @@ def test_report_opens_with_the_decision_and_its_explorer_filters(demo: Path, tmp
     assert text.count("real drop") == len(blocks) == 0
     gating = [g for g in comparison.gates if g.gating]
     counts = [sum(g.decision == d for g in gating) for d in ("block", "review", "pass", "skipped")]
-    informing = sum(informs_only(g, comparison.settings.underpowered) for g in gating)
-    assert informing == 68  # the demo's reviews that only inform: none is confirmed over the family
+    informing = sum(g.decision == "review" and not g.counts for g in gating)
+    assert informing == 66  # the demo's reviews that do not decide, shown apart from the 3 that do
     assert m["countsText"].startswith(
         f"{len(comparison.gates)} gates: {counts[0]} block · {counts[1] - informing} review · "
-        f"{informing} underpowered (inform only) · {counts[2]} pass · "
+        f"{informing} inform only · {counts[2]} pass · "
         f"{counts[3]} skipped · {len(comparison.gates) - len(gating)} not gating"
     )
     assert m["pageWidth"] <= WIDTH

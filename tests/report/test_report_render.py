@@ -31,7 +31,7 @@ from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig, GateMetricConfig
 from gate.model.records import Answer, Chunk
 from gate.report.escape import ZWSP
-from gate.report.markdown import ReportContext, informs_only, render_markdown
+from gate.report.markdown import ReportContext, render_markdown
 from gate.run.artifact_io import read_artifact
 
 pytestmark = pytest.mark.browser
@@ -40,7 +40,7 @@ WIDTH = 780  # a pull-request comment's column
 FIRST_SCREEN = 1200
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "demo-comment.png"
 HEADLINE = re.compile(
-    r"(\d+) gates: (\d+) block · (\d+) review(?: · (\d+) underpowered \(inform only\))? · (\d+) pass · (\d+) skipped"
+    r"(\d+) gates: (\d+) block · (\d+) review(?: · (\d+) inform only)? · (\d+) pass · (\d+) skipped"
     r"(?: · (\d+) not gating)?"
 )
 
@@ -184,7 +184,7 @@ def _check(
     not_gating = int(counts.group(7) or 0)
     gating = [g for g in comparison.gates if g.gating]
     assert total == len(comparison.gates) == block + review + underpowered + passed + skipped + not_gating
-    assert underpowered == sum(informs_only(g, comparison.settings.underpowered) for g in gating)
+    assert underpowered == sum(g.decision == "review" and not g.counts for g in gating)
     assert (block, review + underpowered, passed, skipped, not_gating) == (
         sum(g.decision == "block" for g in gating),
         sum(g.decision == "review" for g in gating),
@@ -248,7 +248,7 @@ def test_demo_comment_fits_one_screen_as_github_renders_it(
     assert (comparison.overall, comparison.verdict.cause) == ("pass", "worse_unconfirmed")
     assert not [g for g in comparison.gates if g.gating and g.decision == "block"]
     m = _check(markdown, comparison, base, cand, tmp_path, set())
-    # the why names the gate worse on its own evidence with the lowest upper bound
+    # the why names the reviewed gate whose interval lies lowest (the surest drop)
     assert "answer.exact_match on tags=topic:billing (Δ −0.450" in m["visibleText"]
     if update_golden:
         screenshot(page(cmark(markdown), WIDTH), WIDTH, int(m["closedHeight"]) + 36, SCREENSHOT)

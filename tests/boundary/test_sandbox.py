@@ -81,8 +81,9 @@ def test_the_user_is_switched_only_where_the_process_can() -> None:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_DUMPABLE) is Linux only")
 def test_the_process_holding_secrets_becomes_non_dumpable() -> None:
     code = (
-        "from gate.boundary.reexec import is_dumpable, set_non_dumpable;"
-        "before = is_dumpable(); done = set_non_dumpable(); print(before, done, is_dumpable())"
+        "import ctypes; from gate.boundary.reexec import set_non_dumpable;"
+        "dumpable = lambda: ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 1;"  # PR_GET_DUMPABLE
+        "before = dumpable(); done = set_non_dumpable(); print(before, done, dumpable())"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
