@@ -1,4 +1,4 @@
-"""Pair two run artifacts by case id and gate every metric and slice (design.md decision rule).
+"""Pair two run artifacts by case id and gate every metric and slice (docs/gate.md, "The decision rule").
 
 :func:`compare_runs` checks that the runs measure the same thing, pairs the cases present in
 both, bootstraps every (metric, slice) difference in one pass with shared resamples
