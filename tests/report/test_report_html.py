@@ -64,14 +64,14 @@ def test_compare_html_opens_with_the_decision_and_one_panel_per_metric() -> None
     assert text.index('id="decision"') < text.index("<strong>Why:</strong>") < text.index('id="attention"')
     assert text.index('id="attention"') < text.index('id="metrics"') < text.index('id="explorer"')
     # the counts as the comment states them; the underpowered reviews fold into the panels
-    assert "<strong>2 review</strong> · 10 inform only · 3 pass" in text
-    assert "10 gates that inform only, in the metric panels below." in text
+    assert "<strong>0 review</strong> · 12 inform only · 3 pass" in text
+    assert "12 gates that inform only, in the metric panels below." in text
     panels: list[dict[str, Any]] = metric_panels(comparison)
     # the panels count as the header does (before: each panel counted its inform-only reviews
     # as reviews, 12 in all, beside the header's 2)
     totals = {k: sum(p["counts"][k] for p in panels) for k in ("block", "review", "inform", "pass")}
-    assert totals == {"block": 3, "review": 2, "inform": 10, "pass": 3}
-    assert "2 review · 4 inform only · 0 pass</span>" in text  # adapter.failure_rate's panel
+    assert totals == {"block": 3, "review": 0, "inform": 12, "pass": 3}
+    assert "0 review · 6 inform only · 0 pass</span>" in text  # adapter.failure_rate's panel
     # attention first: the blocking metric, then review, then the rest
     assert [p["metric"] for p in panels] == [
         "answer.token_f1",

@@ -67,7 +67,7 @@ def test_report_contents() -> None:
     assert text.index("| Gate | Baseline → candidate |") < first_details
     assert text.index("**What now?**") > text.rindex("</details>")
     # the counts add up to the --json gates
-    assert "24 gates: **3 block** · **2 review** · 10 inform only · 3 pass · 6 skipped <sub>" in text
+    assert "24 gates: **3 block** · **0 review** · 12 inform only · 3 pass · 6 skipped <sub>" in text
     assert len(comparison.gates) == 24
     # all and kind=qa pair the same cases for answer.token_f1: one row naming both
     assert (

@@ -235,8 +235,8 @@ def test_the_counts_agree_and_an_unchanged_metric_is_not_inconclusive() -> None:
     b, c = fixed_runs()
     comparison = compare_runs(b, c, GateConfig())
     terminal = render_terminal(comparison).splitlines()
-    assert terminal[1] == "  24 gates: 3 block, 2 review, 10 inform only, 3 pass, 6 skipped, 0 not gating"
-    assert terminal[-1] == "  … 10 that inform only in the Markdown and JSON reports"
+    assert terminal[1] == "  24 gates: 3 block, 0 review, 12 inform only, 3 pass, 6 skipped, 0 not gating"
+    assert terminal[-1] == "  … 12 that inform only in the Markdown and JSON reports"
     text = render_markdown(comparison, baseline=b, candidate=c)
     unchanged = [g for g in comparison.gates if g.method == "no-change"]
     assert len(unchanged) == 5 and {g.cause for g in unchanged} == {GateCause.NO_CASE_CHANGED}
