@@ -5,6 +5,7 @@ docs/reference/config.md                    every ragproof.yaml key: type, defau
                                             (the pydantic models of gate.model.config and
                                             their field docstrings)
 docs/reference/action.md                    the action's inputs and outputs (action.yml)
+docs/reference/cli.md                       every command and its arguments (gate.cli's parser)
 docs/reference/schemas/comparison.json      ``ragproof compare --json`` and decision.json
 docs/reference/schemas/run.json             a run artifact's run.json
 docs/reference/schemas/row.json             one line of a run artifact's rows.jsonl
@@ -17,6 +18,7 @@ generates (tests/project/test_reference.py fails the same way).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import types
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from gate.cli import build_parser  # noqa: E402
 from gate.decision.comparison import Comparison  # noqa: E402
 from gate.model.artifact import Row, RunMeta, Summary  # noqa: E402
 from gate.model.config import Config  # noqa: E402
@@ -161,6 +164,59 @@ def action_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------- the command line
+
+
+def _argument(action: argparse.Action) -> str:
+    """An argument as a reader types it: ``RUN``, ``--out DIR``, ``--fail-on {block,review,never}``."""
+    value = action.metavar or (
+        "{" + ",".join(map(str, action.choices)) + "}" if action.choices else action.dest.upper()
+    )
+    if not action.option_strings:
+        return str(value)
+    takes_value = action.nargs != 0
+    return ", ".join(action.option_strings) + (f" {value}" if takes_value else "")
+
+
+def _help(action: argparse.Action, prog: str) -> str:
+    text = action.help or ""
+    if "%" in text:
+        text = text % {**vars(action), "prog": prog}
+    return " ".join(text.split())
+
+
+def cli_page() -> str:
+    parser = build_parser()
+    # argparse keeps a parser's arguments in _actions; there is no public accessor
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    lines = [
+        GENERATED,
+        "",
+        "# Command-line reference",
+        "",
+        "`ragproof COMMAND ...` (or `python -m gate COMMAND ...`). Exit codes are in",
+        "[running.md](../running.md#exit-codes); every error is one line on stderr.",
+        "",
+        "| command | what it does |",
+        "|---|---|",
+    ]
+    for name, sub in commands.choices.items():
+        lines.append(f"| [`{name}`](#ragproof-{name}) | {_cell(sub.description or '')} |")
+    for name, sub in commands.choices.items():
+        description = sub.description or ""
+        lines += ["", f"## ragproof {name}", "", f"{description[:1].upper()}{description[1:]}.", ""]
+        arguments = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
+        if not arguments:
+            lines.append("No arguments.")
+            continue
+        lines += ["| argument | meaning |", "|---|---|"]
+        for action in arguments:
+            if action.help == argparse.SUPPRESS:
+                continue
+            lines.append(f"| `{_cell(_argument(action))}` | {_cell(_help(action, sub.prog))} |")
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------- JSON Schemas
 
 
@@ -179,6 +235,7 @@ def render() -> dict[Path, str]:
     pages: dict[Path, Callable[[], str]] = {
         REFERENCE / "config.md": config_page,
         REFERENCE / "action.md": action_page,
+        REFERENCE / "cli.md": cli_page,
     }
     out = {path: make() for path, make in pages.items()}
     for name, (model, title) in SCHEMAS.items():
