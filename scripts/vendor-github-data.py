@@ -55,6 +55,8 @@ OPERATIONS = {
     # who applied the accept label, and with which permission (gate/github/accept.py)
     "issues/list-events": "issues.list_events",
     "repos/get-collaborator-permission-level": "repos.get_collaborator_permission_level",
+    # the record of an acceptance, read from ragproof's own check runs on the commit
+    "checks/list-for-ref": "checks.list_for_ref",
 }
 METHODS = {"get", "put", "post", "patch", "delete", "head", "options"}
 _MAX_IN_TEXT = re.compile(r"\(max (\d+)\)")

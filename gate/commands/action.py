@@ -27,7 +27,8 @@ from gate.core.environment import Environment
 if TYPE_CHECKING:
     from gate.core.errors import RagproofError
     from gate.github.context import GitHubContext
-    from gate.github.flow import ActionFlow, Result
+    from gate.github.flow import ActionFlow
+    from gate.github.publish import Result
     from gate.github.workflow import WorkflowCommands
 
 HELP = "GitHub Action entrypoint: run, find the baseline, compare, comment and set the check"
@@ -83,7 +84,7 @@ def _run(env: Environment) -> int:
 def _run_in(env: Environment) -> int:
     from gate.core.errors import RagproofError
     from gate.github.context import build_context
-    from gate.github.flow import refuse_dangerous_event
+    from gate.github.plan import refuse_dangerous_event
     from gate.github.workflow import WorkflowCommands
 
     ctx = build_context(env)

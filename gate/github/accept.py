@@ -16,11 +16,20 @@ source: a payload is a snapshot of when the workflow started.
 a later push needs a fresh look. A writer's label accepts the commit under test when
 
 - this run was started by applying it: a ``pull_request`` event with ``action: labeled`` for
-  this label, sent by the user who applied it last; or, in the fork-safe pair, a
+  this label, sent by the user who applied it last (the event's ``pull_request.head.sha`` is the
+  head at that moment, and it is the commit under test); or, in the fork-safe pair, a
   ``workflow_run`` whose stage-one run was started, and this attempt too, by that user
-  (``actor`` and ``triggering_actor``) after the label was applied; or
-- an earlier run accepted this very commit for that user: the sticky comment, written only by
-  the token's own identity, records it on its second line (:func:`record_line`).
+  (``actor`` and ``triggering_actor``) after the label was applied, **on the head the label was
+  given on**: a stage-one run of the pull request on this very commit was created before the
+  label (the commit was the head by then; runs and their times are GitHub's), and the head has
+  not been force-pushed since (a ``head_ref_force_pushed`` event after the label: the head may
+  have left and come back). A later push, or any run on another head, is never accepted by it,
+  whoever starts it; or
+- an earlier run accepted this very commit for that user: ragproof's own check run on the
+  commit records it on its summary's second line (:func:`record_line`). Only check runs named
+  like the check and created by the token's app count (:func:`gate.github.checks.own_check_runs`),
+  never a comment: every workflow's token comments as ``github-actions[bot]``, and a workflow
+  that quotes text the author chose could forge a record in a comment.
 
 Otherwise the label was given for another commit (or its run recorded nothing): ignored, and the
 report says to apply it again.
@@ -28,6 +37,7 @@ report says to apply it again.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,6 +84,8 @@ class LabelEvent:
 
     actor: str
     created_at: datetime | None = None
+    # the pull request's head was force-pushed after the label (it may have changed and come back)
+    head_moved: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,19 +95,29 @@ class Trigger:
     ``labeled_by``: the sender of a ``pull_request`` ``labeled`` event for the accept label.
     ``started_by`` / ``started_at``: in the fork-safe pair, the user who started the stage-one run
     and this attempt of it (None when they differ), and when that run was created.
+    ``head_since``: in the fork-safe pair, when the first stage-one run on the commit under test
+    was created (the commit was the pull request's head by then); None: no such run.
     """
 
     labeled_by: str | None = None
     started_by: str | None = None
     started_at: datetime | None = None
+    head_since: datetime | None = None
 
     def applied(self, event: LabelEvent) -> bool:
-        """Whether this run was started by applying the label of ``event``."""
+        """Whether this run was started by applying the label of ``event`` to the commit under test."""
         if self.labeled_by is not None:
             return self.labeled_by.lower() == event.actor.lower()
         if self.started_by is None or self.started_at is None or event.created_at is None:
             return False
-        return self.started_by.lower() == event.actor.lower() and event.created_at <= self.started_at
+        given_on_this_head = (
+            self.head_since is not None and self.head_since <= event.created_at and not event.head_moved
+        )
+        return (
+            self.started_by.lower() == event.actor.lower()
+            and event.created_at <= self.started_at
+            and given_on_this_head
+        )
 
 
 _RECORD = re.compile(r"<!-- ragproof:accepted sha=([0-9a-f]{40}) by=([A-Za-z0-9_.\[\]-]{1,100}) -->")
@@ -114,8 +136,9 @@ def with_record(report: str, tag: str, head_sha: str, actor: str) -> str:
 
 
 def carried_record(report: str, previous: str | None, head_sha: str, tag: str) -> str:
-    """``report`` keeping the record of the comment it replaces when that record is for the same
-    commit (a run of another event on an accepted commit must not drop it); else unchanged."""
+    """``report`` keeping the record of the report it follows (``previous``: an earlier check run's
+    summary) when that record is for the same commit (a run of another event on an accepted
+    commit must not drop it); else unchanged."""
     kept = recorded_acceptance(previous)
     if kept is None or kept[0] != head_sha or recorded_acceptance(report) is not None:
         return report
@@ -123,7 +146,7 @@ def carried_record(report: str, previous: str | None, head_sha: str, tag: str) -
 
 
 def recorded_acceptance(body: str | None) -> tuple[str, str] | None:
-    """(sha, actor) from the second line of our own sticky comment, if it records an acceptance.
+    """(sha, actor) from the second line of a report, if it records an acceptance.
 
     Only that line counts: the first is the comment's marker, and everything after it is the
     rendered report, in which user strings are escaped.
@@ -131,6 +154,19 @@ def recorded_acceptance(body: str | None) -> tuple[str, str] | None:
     lines = (body or "").lstrip().splitlines()
     match = _RECORD.fullmatch(lines[1].strip()) if len(lines) > 1 else None
     return (match.group(1), match.group(2)) if match else None
+
+
+def check_run_record(client: GitHubClient, *, name: str, head_sha: str, author: str) -> str | None:
+    """The summary of ragproof's own check run on ``head_sha`` that records its acceptance, if any
+    (read with :func:`recorded_acceptance`)."""
+    from gate.github.checks import own_check_runs
+
+    for check in own_check_runs(client, name=name, head_sha=head_sha, author=author):
+        summary = check.output.summary if check.output else None
+        record = recorded_acceptance(summary)
+        if record is not None and record[0] == head_sha:
+            return summary
+    return None
 
 
 def _time(value: object) -> datetime | None:
@@ -143,10 +179,14 @@ def _time(value: object) -> datetime | None:
 
 
 def label_event(client: GitHubClient, issue_number: int, label: str) -> LabelEvent | None:
-    """Who applied ``label`` last and when, if it is still on the issue (from its events)."""
+    """Who applied ``label`` last and when, if it is still on the issue (from its events), and
+    whether the head was force-pushed after that."""
     found: LabelEvent | None = None
     for event in client.paginate("issues.list_events", permission=PERMISSION, issue_number=issue_number):
         if not isinstance(event, dict):
+            continue
+        if event.get("event") == "head_ref_force_pushed" and found is not None:
+            found = dataclasses.replace(found, head_moved=True)
             continue
         name = (event.get("label") or {}).get("name") if isinstance(event.get("label"), dict) else None
         if name != label:

@@ -16,6 +16,7 @@ the output (422), the check is created once more with a summary a quarter of tha
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -74,6 +75,30 @@ def fit(text: str, limit: int = OUTPUT_LIMIT) -> str:
     room = limit - utf8_len(note)
     cut = data.rfind(b"\n", 0, room)
     return data[: cut if cut > room // 2 else room].decode("utf-8", errors="ignore") + note
+
+
+def app_of(author: str) -> str:
+    """The GitHub App slug behind a bot login (``github-actions[bot]`` -> ``github-actions``): the
+    app whose token creates our check runs."""
+    return author.removesuffix("[bot]")
+
+
+def own_check_runs(client: GitHubClient, *, name: str, head_sha: str, author: str) -> Iterator[CheckRun]:
+    """The check runs called ``name`` on ``head_sha`` created with the token of ``author``'s app
+    (every page): the ones ragproof posted. A pull request's code cannot create check runs (a
+    fork's token is read-only), and another app's cannot pass for ours."""
+    for item in client.paginate(
+        "checks.list_for_ref",
+        permission="checks: read",
+        item_key="check_runs",
+        ref=head_sha,
+        check_name=name,
+        filter="all",
+    ):
+        check = parse_response(CheckRun, item, f"check runs of {head_sha[:7]}")
+        app = check.app.slug if check.app is not None else None
+        if check.name == name and check.head_sha == head_sha and app == app_of(author):
+            yield check
 
 
 @dataclass(frozen=True)

@@ -147,10 +147,23 @@ class IssueComment(_GitHubModel):
     user: Account | None = None
 
 
+class CheckRunOutput(_GitHubModel):
+    title: str | None = None
+    summary: str | None = None
+
+
+class App(_GitHubModel):
+    slug: str | None = None
+
+
 class CheckRun(_GitHubModel):
     id: int | None = None
+    name: str | None = None
+    head_sha: str | None = None
     html_url: str | None = None
     conclusion: str | None = None
+    app: App | None = None  # the GitHub App whose token created it ("github-actions" for a workflow's)
+    output: CheckRunOutput | None = None
 
 
 class Label(_GitHubModel):

@@ -21,7 +21,8 @@ from github_helpers import ActionRun, pull_request_event
 from servers.github_server import GitHubServer, GitHubState, user
 from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project, _trusted_stage, checkout
 
-from gate.github.flow import NO_BASELINE_CHECK, checkout_head
+from gate.github.flow import NO_BASELINE_CHECK
+from gate.github.plan import checkout_head
 from gate.report.escape import md_escape
 
 pytestmark = pytest.mark.slow
@@ -376,5 +377,5 @@ def test_in_the_fork_safe_pair_the_label_accepts_the_run_it_started(
     earlier = {**started, "created_at": "2026-03-03T00:00:00Z"}
     state.label(8, LABEL, "mia", removed=True)
     state.label(8, LABEL, "mia")
-    state.comments[8].clear()  # no record of the acceptance above either
+    state.check_runs.clear()  # no record of the acceptance above either (it lives on the check run)
     assert _workflow_run(tmp_path, state, {**event, "workflow_run": earlier}).returncode == 1

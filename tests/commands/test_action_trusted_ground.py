@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import test_cli_action as base
 import yaml
-from servers.github_server import GitHubServer, GitHubState, pull_request_scenario, zip_directory
-from test_cli_action import MERGE_BASE, _ours, _pr, _project
+from servers.github_server import GitHubServer, GitHubState, pull_request_scenario, user, zip_directory
+from test_cli_action import MARKER, MERGE_BASE, _fork_world, _ours, _pr, _project, _trusted_stage, checkout
 
 from gate.report.escape import md_escape
 
@@ -151,3 +151,77 @@ def test_a_stale_fork_point_is_gated_with_the_default_branchs_newest_policy(
     assert md_escape("The default branch's policy changed after the baseline compared with") in body
     assert md_escape("The default branch's ragproof.yaml changes: gate.margin: 0.5 → 0.02.") in body
     assert "This pull request changes the gate" not in body  # the PR did not change it
+
+
+# -- an acceptance belongs to one commit, and only ragproof's own record counts ----------------
+
+LABEL = "ragproof:accept"
+
+
+def test_another_workflows_bot_comment_is_no_record_of_an_acceptance(
+    tmp_path: Path, server: GitHubServer
+) -> None:
+    """Every workflow's token comments as github-actions[bot]: a comment of another workflow that
+    starts with ragproof's marker and carries a record for this commit (text the author chose,
+    quoted) accepts nothing. Records are read from ragproof's own check runs only."""
+    server.state.roles["mia"] = "maintain"
+    server.state.label(7, LABEL, "mia")  # a maintainer's label, still on the pull request
+    _project(tmp_path)
+    head = checkout(tmp_path / "workspace")
+    forged = f"{MARKER}\n<!-- ragproof:accepted sha={head} by=mia -->\n> quoted from the pull request's body"
+    server.state.add_comment(7, forged)  # by github-actions[bot], as every workflow token posts
+    result = _pr(tmp_path, server, misses=WORSE, same_commit=True)  # synchronize, sent by the author
+    assert result.returncode == 1, result.stderr
+    assert "accepted-by" not in result.outputs
+    check = server.state.check_runs[-1]
+    assert (check["head_sha"], check["conclusion"]) == (head, "failure")
+    assert "ragproof:accepted" not in check["output"]["summary"]
+
+
+def _stage_one(world: GitHubState, head: str, at: datetime, runs: dict[str, bytes]) -> dict[str, Any]:
+    """A stage-one run of the fork's pull request #8 on ``head``, created at ``at``, with its artifact."""
+    run_id = world.add_run(
+        head_sha=head,
+        event="pull_request",
+        head_branch="feature",
+        workflow="fork-safe-candidate.yml",
+        head_repository=("mallory/rag", 2002),
+        created_at=at,
+    )
+    world.add_artifact(run_id, "ragproof-run", runs["worse"])
+    return next(r for r in world.runs if r["id"] == run_id)
+
+
+def _started_by(run: dict[str, Any], login: str, at: datetime) -> dict[str, Any]:
+    stamp = at.isoformat().replace("+00:00", "Z")
+    return {**run, "actor": user(login), "triggering_actor": user(login), "created_at": stamp}
+
+
+def test_in_the_fork_safe_pair_a_label_accepts_only_the_head_it_was_given_on(
+    tmp_path: Path, state: GitHubState, runs: dict[str, bytes]
+) -> None:
+    """A maintainer accepts f1; the author pushes f2; a run on f2 that the maintainer starts
+    later (closing and reopening, another label) is not accepted: f2 was not the head when the
+    label was given."""
+    event = _fork_world(state, runs, pr_head="f1" * 20)  # f1's stage-one run predates the label
+    state.roles["mia"] = "maintain"
+    state.label(8, LABEL, "mia")
+    now = datetime.now(UTC)
+    first = {**event, "workflow_run": _started_by(event["workflow_run"], "mia", now + timedelta(seconds=5))}
+    with GitHubServer(state) as github:
+        accepted = _trusted_stage(tmp_path, github, first)
+        assert accepted.returncode == 0, accepted.stderr
+        assert accepted.outputs["accepted-by"] == "mia"  # the head the label was given on
+        # the author pushes f2 (its stage-one run comes after the label) ...
+        state.add_commit("f2" * 20, ["f1" * 20], now)
+        state.pulls[8]["head"]["sha"] = "f2" * 20
+        pushed = _stage_one(state, "f2" * 20, now + timedelta(seconds=10), runs)
+        # ... and the maintainer closes and reopens the pull request: a run on f2 she started
+        reopened = {**event, "workflow_run": _started_by(pushed, "mia", now + timedelta(seconds=20))}
+        result = _trusted_stage(tmp_path, github, reopened)
+    assert result.returncode == 1, result.stderr
+    assert "accepted-by" not in result.outputs
+    check = state.check_runs[-1]
+    assert (check["head_sha"], check["conclusion"]) == ("f2" * 20, "failure")
+    assert "ragproof:accepted" not in check["output"]["summary"]
+    assert md_escape(f"The label {LABEL} by mia does not accept this commit") in _ours(state, 8)[0]["body"]

@@ -19,7 +19,7 @@ import pytest
 from github_helpers import REPO_ROOT, ActionRun, pull_request_event, run_action
 from servers.github_server import BOT, GitHubServer, GitHubState, pull_request_scenario, zip_directory
 
-from gate.github.flow import checkout_head
+from gate.github.plan import checkout_head
 from gate.report.escape import md_escape
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""The record of an acceptance in the sticky comment, and what started a run (gate.github.accept)."""
+"""The record of an acceptance in a report, and what started a run (gate.github.accept)."""
 
 from __future__ import annotations
 
@@ -43,11 +43,19 @@ def test_what_started_the_run() -> None:
     assert not Trigger(labeled_by="mallory").applied(label)
     assert not Trigger().applied(label)
     later, earlier = when + timedelta(seconds=3), when - timedelta(seconds=3)
-    assert Trigger(started_by="mia", started_at=later).applied(label)
-    assert Trigger(started_by="mia", started_at=when).applied(label)
-    assert not Trigger(started_by="mia", started_at=earlier).applied(label)
-    assert not Trigger(started_by="mallory", started_at=later).applied(label)
-    assert not Trigger(started_by="mia", started_at=later).applied(LabelEvent("mia", None))
+    head = earlier - timedelta(hours=1)  # the commit under test was the head before the label
+    assert Trigger(started_by="mia", started_at=later, head_since=head).applied(label)
+    assert Trigger(started_by="mia", started_at=when, head_since=when).applied(label)
+    assert not Trigger(started_by="mia", started_at=earlier, head_since=head).applied(label)
+    assert not Trigger(started_by="mallory", started_at=later, head_since=head).applied(label)
+    assert not Trigger(started_by="mia", started_at=later, head_since=head).applied(LabelEvent("mia", None))
+    # the label was given on another head: this commit was first seen after it, or never
+    assert not Trigger(started_by="mia", started_at=later, head_since=later).applied(label)
+    assert not Trigger(started_by="mia", started_at=later).applied(label)
+    # the head was force-pushed after the label: it may have left and come back
+    moved = LabelEvent("Mia", when, head_moved=True)
+    assert not Trigger(started_by="mia", started_at=later, head_since=head).applied(moved)
+    assert Trigger(labeled_by="mia").applied(moved)  # the labeled event's own head is the one given on
 
 
 def test_the_record_goes_on_the_second_line_after_the_marker() -> None:

@@ -10,8 +10,9 @@ Tokens: ``state.tokens`` maps a token to ``"write"`` or ``"read"``; a read-only 
 GitHub's 403 "Resource not accessible by integration" on every write. ``GET /user`` answers
 403, as it does for a workflow's installation token.
 
-Acceptance (issue events and collaborator permissions) and GitHub's own validation of a check
-run's output (422 past 65,535 bytes) are served by :meth:`GitHubServer._route_trust`.
+Acceptance (issue events, collaborator permissions, the check runs of a commit, created by the
+GitHub Actions app) and GitHub's own validation of a check run's output (422 past 65,535 bytes)
+are served by :meth:`GitHubServer._route_trust`.
 
 Run as a script (``python tests/servers/github_server.py --scenario pull-request ...``) it
 serves a ready-made scenario for the container smoke test and exposes ``GET /_state``.
@@ -313,6 +314,8 @@ class GitHubState:
         check = contract.example("check-run-example-of-completed-conclusion")
         check.update({key: value for key, value in body.items() if key != "output"})
         output = body.get("output", {})
+        # Created with a workflow's token: the GitHub Actions app (GitHub's example names another).
+        check["app"] = {**check["app"], "id": 15368, "slug": "github-actions", "name": "GitHub Actions"}
         check.update(
             id=check_id,
             node_id=f"CR_{check_id}",
@@ -750,6 +753,14 @@ class GitHubServer:
                     )
                     return True
             return False
+        if method == "GET" and (g := m(r"/commits/([^/]+)/check-runs", rest)):
+            checks = [
+                c
+                for c in st.check_runs
+                if c["head_sha"] == g[1] and query.get("check_name", c["name"]) == c["name"]
+            ]
+            self._page(h, list(reversed(checks)), query, "check_runs")  # newest first
+            return True
         if method == "GET" and (g := m(r"/issues/(\d+)/events", rest)):
             self._page(h, st.issue_events.get(int(g[1]), []), query)
             return True
