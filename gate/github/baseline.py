@@ -59,7 +59,7 @@ class Baseline:
 
     artifact: RunArtifact
     run: WorkflowRun
-    merge_base_sha: str
+    merge_base_sha: str | None  # None: the candidate shares no history with the default branch
     # 0: the run is at the merge-base commit; None: not an ancestor of it (the default branch's
     # newest baseline, taken because the merge base has none)
     commits_behind: int | None
@@ -73,11 +73,15 @@ class Baseline:
         age = f"{days:.1f} days old" if days >= 1 else f"{days * 24:.1f} hours old"
         behind = self.commits_behind
         where = (
-            f"not an ancestor of the merge base {self.merge_base_sha[:7]}"
+            (
+                f"not an ancestor of the merge base {self.merge_base_sha[:7]}"
+                if self.merge_base_sha
+                else "the candidate shares no history with the default branch"
+            )
             if behind is None
             else "at the merge base"
             if behind == 0
-            else f"{behind} commit{'s' if behind != 1 else ''} behind the merge base {self.merge_base_sha[:7]}"
+            else f"{behind} commit{'s' if behind != 1 else ''} behind the merge base {(self.merge_base_sha or '')[:7]}"
         )
         return f"baseline from run {self.run.id} at commit {self.run.head_sha[:7]} ({where}; {age})"
 
@@ -246,15 +250,15 @@ def find_baseline(
     """Search the baseline for a candidate at ``head_sha`` (see the module docstring)."""
     repository = repository or repository_info(client)
     default_branch = repository.default_branch or "main"
+    unrelated = f"commit {head_sha[:7]} shares no history with {default_branch}"
+    merge_base_commit: Commit | None
     try:
         merge_base_commit = compare(client, default_branch, head_sha).merge_base_commit
     except GitHubAPIError as exc:
         if exc.status != 404:
             raise
-        return BaselineSearch(
-            default_branch, None, reason=f"commit {head_sha[:7]} shares no history with {default_branch}"
-        )
-    merge_base = merge_base_commit.sha
+        merge_base_commit = None  # no merge base: the newest baseline still applies
+    merge_base = merge_base_commit.sha if merge_base_commit is not None else None
     search = BaselineSearch(default_branch, merge_base)
     loaded: dict[int, RunArtifact | None] = {}  # by run id: each run fetched (and warned of) once
 
@@ -268,11 +272,14 @@ def find_baseline(
 
     try:
         newest = next(((run, art) for run in runs() if (art := load(run)) is not None), None)
+        if newest is None and merge_base is None:
+            search.reason = unrelated
+            return search
         if newest is None:
             search.reason = (
                 # none at all on the default branch, so none at or before the merge base either
                 f"no successful push run of {workflow} on {default_branch} at or before the merge base "
-                f"{merge_base[:7]} has an unexpired artifact {artifact_name!r}"
+                f"{(merge_base or '')[:7]} has an unexpired artifact {artifact_name!r}"
                 + (
                     f" that is a usable baseline ({len(search.warnings)} skipped: see the warnings)"
                     if search.warnings
@@ -284,7 +291,9 @@ def find_baseline(
         search.latest = Baseline(
             latest_artifact, latest_run, merge_base, 0 if latest_run.head_sha == merge_base else None
         )
-        if latest_run.head_sha == merge_base:
+        if latest_run.head_sha == merge_base or merge_base_commit is None:
+            if merge_base_commit is None:
+                search.notes.append(f"{unrelated}: compared with its newest baseline")
             search.baseline = search.latest
             return search
         for run in runs(merge_base):

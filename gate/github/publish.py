@@ -178,9 +178,14 @@ class Publisher:
 
         lines = list(first)
         chosen = search.baseline
-        if chosen is not None and chosen.commits_behind is None:
+        if chosen is not None and chosen.commits_behind is None and chosen.merge_base_sha is None:
             lines.append(
-                f"The merge base {chosen.merge_base_sha[:7]} has no usable baseline at or before it (the pull "
+                "This commit shares no history with the default branch: compared with the default "
+                f"branch's newest baseline, {chosen.staleness()}."
+            )
+        elif chosen is not None and chosen.commits_behind is None:
+            lines.append(
+                f"The merge base {(chosen.merge_base_sha or '')[:7]} has no usable baseline at or before it (the pull "
                 "request forked before the default branch's baselines, or they expired): compared with the "
                 f"default branch's newest baseline instead, {chosen.staleness()}."
             )

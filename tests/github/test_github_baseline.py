@@ -213,3 +213,27 @@ def test_a_baseline_with_an_out_of_range_score_is_skipped(server: GitHubServer, 
         f"skipped baseline artifact 'ragproof-run' of run {inflated}: rows.jsonl:1: "
         "metrics.retrieval.recall_at_k.value: 1000000.0 is not within [0, 1]"
     ]
+
+
+def test_a_commit_without_shared_history_still_gets_the_newest_baseline(
+    server: GitHubServer, tmp_path: Path
+) -> None:
+    """No merge base (the compare API answers 404): never "no baseline" while the default branch
+    has one; the newest is compared with and its policy applies."""
+    _push_run(server, tmp_path, "c1")
+    newest = _push_run(server, tmp_path, "c3")
+    server.state.add_commit(sha("z9"), [], DAY + timedelta(hours=9))  # an unrelated history
+    client = GitHubClient(api_url=server.url, repository="acme/rag", token="ghs_write", backoff_factor=0.01)
+    search = find_baseline(
+        client,
+        head_sha=sha("z9"),
+        workflow="pr-gate.yml",
+        artifact_name="ragproof-run",
+        work_dir=tmp_path / "dl",
+    )
+    assert search.merge_base_sha is None
+    assert search.baseline is not None and search.baseline.run.id == newest
+    assert search.latest is not None and search.latest.run.id == newest
+    assert search.fallback
+    assert "shares no history with the default branch" in search.baseline.staleness()
+    assert any("commit z9z9z9z shares no history with main" in note for note in search.notes)
