@@ -125,7 +125,7 @@ def _open_walk(path: Path, create: bool) -> int:
             # user's: passed through, unless the entry is its own.
             writable = sandbox is not None and sandbox.may_write(previous)
             if writable and not previous.st_mode & stat.S_ISVTX:
-                raise _refusal(walked, "the pipeline user may write this directory", sandbox)  # type: ignore[arg-type]
+                raise _refusal(walked, "the pipeline user may write this directory", sandbox)  # type: ignore[arg-type]  # writable implies a sandbox
             try:
                 following = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
             except FileNotFoundError:

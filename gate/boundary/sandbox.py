@@ -211,8 +211,8 @@ class Sandbox:
         if child == 0:  # pragma: no cover - the child's only work
             try:
                 os.setgroups([])
-                os.setgid(self.gid if self.gid is not None else self.uid)  # type: ignore[arg-type]
-                os.setuid(self.uid)  # type: ignore[arg-type]
+                os.setgid(self.gid if self.gid is not None else self.uid)  # type: ignore[arg-type]  # run with a uid only
+                os.setuid(self.uid)  # type: ignore[arg-type]  # run with a uid only
                 os.kill(-1, signal.SIGKILL)
             finally:
                 os._exit(0)

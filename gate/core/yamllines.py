@@ -41,12 +41,12 @@ class BoundedLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_ALIASES:
-                event = self.peek_event()  # type: ignore[no-untyped-call]
+                event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
                 raise yaml.composer.ComposerError(
                     None, None, f"more than {MAX_ALIASES:,} aliases", event.start_mark
                 )
         elif self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent) and self._depth >= MAX_DEPTH:
-            event = self.peek_event()  # type: ignore[no-untyped-call]
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # PyYAML's stubs leave it untyped
             raise yaml.composer.ComposerError(
                 None, None, f"nested deeper than {MAX_DEPTH} levels", event.start_mark
             )

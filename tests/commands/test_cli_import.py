@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from run_helpers import ragproof, write_config
@@ -254,7 +255,7 @@ class Corpus:
 """
 
 
-def _run_on_corpus(tmp_path: Path, run: dict[str, object]) -> list[dict[str, object]]:
+def _run_on_corpus(tmp_path: Path, run: dict[str, object]) -> list[dict[str, Any]]:
     """``ragproof run`` of the imported cases.jsonl against CORPUS; the rows."""
     import yaml
 
@@ -272,8 +273,8 @@ def _run_on_corpus(tmp_path: Path, run: dict[str, object]) -> list[dict[str, obj
     return [json.loads(row) for row in rows]
 
 
-def _hits(rows: list[dict[str, object]]) -> list[object]:
-    return [row["metrics"]["retrieval.hit_rate_at_k"]["value"] for row in rows]  # type: ignore[index]
+def _hits(rows: list[dict[str, Any]]) -> list[object]:
+    return [row["metrics"]["retrieval.hit_rate_at_k"]["value"] for row in rows]
 
 
 def test_ragas_testset_csv_contexts_are_python_lists_and_match_the_corpus_by_substring(
