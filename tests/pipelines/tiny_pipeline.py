@@ -57,13 +57,13 @@ class Tiny:
 
 
 class TinySync:
-    """Plain (not async) methods; ``[block]`` blocks the calling thread for 30 s."""
+    """Plain (not async) methods; ``[block]`` blocks the calling thread for an hour."""
 
     def retrieve(self, question, k):
         if "[block]" in question:
             import time
 
-            time.sleep(30)
+            time.sleep(3600)
         return [{"id": "doc-1", "text": question}]
 
     def answer(self, question):
