@@ -54,7 +54,7 @@ def test_primary_rate_limit_waits_for_reset(pr_server: GitHubServer) -> None:
     )
     started = time.monotonic()
     assert client_for(pr_server).call("pulls.get", pull_number=7)["number"] == 7
-    assert 0.5 <= time.monotonic() - started < 5
+    assert 0.5 <= time.monotonic() - started < 25  # the 1 s margin, nowhere near a minute's wait
 
 
 def test_total_wait_is_bounded(pr_server: GitHubServer) -> None:
@@ -62,7 +62,7 @@ def test_total_wait_is_bounded(pr_server: GitHubServer) -> None:
     started = time.monotonic()
     with pytest.raises(GitHubAPIError, match=r"rate limited \(429.*GitHub asks to wait 600 s more") as info:
         client_for(pr_server, max_total_wait=30).call("pulls.get", pull_number=7)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # gave up at once: it never waited the 30 s budget
     assert info.value.rate_limited
 
 
@@ -139,4 +139,4 @@ def test_secondary_limit_without_headers_is_reported_as_a_rate_limit(pr_server: 
     started = time.monotonic()
     with pytest.raises(GitHubAPIError, match="rate limited"):
         client_for(pr_server, max_total_wait=30).call("pulls.get", pull_number=7)  # 60 s > 30 s
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 25  # gave up at once: it never waited the 30 s budget
