@@ -172,7 +172,7 @@ def test_workflow_dispatch_example_compares_with_the_default_branch(tmp_path: Pa
         )
     assert result.returncode == 0, result.stderr
     assert (result.outputs["decision"], result.outputs["baseline-sha"]) == ("pass", base)
-    assert "✅ Passed" in result.summary
+    assert "🔍 No regression detected" in result.summary
     assert state.comments == {} and state.check_runs == []  # no pull request named: summary only
 
 
