@@ -31,6 +31,7 @@ from pydantic import field_validator
 
 from gate.core.strict import StrictModel
 from gate.decision.comparison import Comparison, GateRef, GateResult
+from gate.decision.decide import VerdictCause
 from gate.model.artifact import MetricSummary, RunArtifact
 from gate.model.slices import ALL_SLICE
 from gate.report.cases import CaseMove, PairedCases, Side, group_identical, paired_cases, slice_moves
@@ -432,7 +433,11 @@ def attention(comparison: Comparison, paired: PairedCases | None) -> tuple[list[
 
 
 def worse_not_shown(comparison: Comparison, first: list[_Row]) -> list[GateRef]:
-    """The verdict's gates worse on their own evidence that the first table does not show."""
+    """The verdict's gates worse on their own evidence that neither the first table nor the why
+    line (which names the only one, when it is the verdict's cause) shows."""
+    verdict = comparison.verdict
+    if verdict.cause == VerdictCause.WORSE_UNCONFIRMED and len(verdict.worse) == 1:
+        return []
     shown = {(g.metric, g.slice) for row in first for g in row.gates}
     return [ref for ref in comparison.verdict.worse if (ref.metric, ref.slice) not in shown]
 

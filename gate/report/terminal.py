@@ -30,7 +30,7 @@ def render_terminal(
     level = pct(comparison.settings.interval_confidence)
     lines = [
         f"ragproof compare: {comparison.verdict.decision}: {inert_text(why_line(comparison, level))}",
-        f"  {len(comparison.gates)} gates: {counts['block']} block, {counts['review']} review, "
+        f"  {len(comparison.gates)} gate{'s' if len(comparison.gates) != 1 else ''}: {counts['block']} block, {counts['review']} review, "
         + (f"{counts['inform']} inform only, " if counts["inform"] else "")
         + f"{counts['pass']} pass, {counts['skipped']} skipped, {counts['not_gating']} not gating",
     ]
@@ -48,7 +48,7 @@ def render_terminal(
         more, inform = folded_counts(comparison, rest)
         review = more - inform
         parts = [f"{review} more to review"] if review else []
-        parts += [f"{inform} that inform only"] if inform else []
+        parts += [f"{inform} that inform{'s' if inform == 1 else ''} only"] if inform else []
         lines.append(f"  … {' and '.join(parts)} in the Markdown and JSON reports")
     lines += [f"  warning: {inert_text(w)}" for w in report_warnings(comparison)]
     return "\n".join(lines)

@@ -171,12 +171,17 @@ def _why(comparison: Comparison, cause: VerdictCause, decision: str, level: str)
         head = f"nothing blocks, but {count} gate{'s need' if count != 1 else ' needs'} a look"
         return f"{head}: {_gate_text(g, level)} {_review_phrase(g)}."
     if cause == VerdictCause.WORSE_UNCONFIRMED:
-        worst = verdict.worse[0]
         count = len(verdict.worse)
+        if count == 1:
+            return (
+                f"nothing blocks or needs review, but {_gate_text(verdict.worse[0], level)} is worse on its "
+                f"own evidence: its interval lies wholly below zero, which is not significant across the "
+                f"family of {_family(settings.family_size)}."
+            )
         return (
-            f"nothing blocks or needs review, but {count} gate{'s are' if count != 1 else ' is'} worse on "
-            f"{'their' if count != 1 else 'its'} own evidence: {_gate_text(worst, level)} lies wholly "
-            f"below zero, which is not significant across the family of {_family(settings.family_size)}."
+            f"nothing blocks or needs review, but {count} gates are worse on their own evidence: each "
+            f"interval lies wholly below zero, which is not significant across the family of "
+            f"{_family(settings.family_size)}; the surest is {_gate_text(verdict.worse[0], level)}."
         )
     if cause == VerdictCause.VERIFIED_WITHIN_MARGIN:
         decided = sum(1 for g in gating if g.decision == "pass")

@@ -127,9 +127,44 @@ CASES: dict[str, tuple[list[GateResult], dict[str, Any], str, str]] = {
             ],
         ),
         "🔻 Not blocked, but worse on its own evidence",
-        "nothing blocks or needs review, but 1 gate is worse on its own evidence: answer.token_f1 on "
-        "tags=topic:billing (Δ −0.100, 95% interval [−0.180, −0.020]) lies wholly below zero, which is "
-        "not significant across the family of 12 distinct gates.",
+        "nothing blocks or needs review, but answer.token_f1 on tags=topic:billing (Δ −0.100, 95% interval "
+        "[−0.180, −0.020]) is worse on its own evidence: its interval lies wholly below zero, which is not "
+        "significant across the family of 12 distinct gates.",
+    ),
+    "worse, several": (
+        [
+            _gate(
+                TOKEN, "tags=topic:billing", "review", GateCause.DROPPED_BEYOND_MARGIN, counts=False, hi=-0.05
+            ),
+            _gate("answer.exact_match", "all", "pass", GateCause.WORSE_WITHIN_MARGIN, lo=-0.015, hi=-0.002),
+        ],
+        dict(
+            cause=VerdictCause.WORSE_UNCONFIRMED,
+            worse=[
+                GateRef(
+                    metric=TOKEN,
+                    slice="tags=topic:billing",
+                    n=60,
+                    delta=-0.1,
+                    lo=-0.18,
+                    hi=-0.05,
+                    cause=GateCause.DROPPED_BEYOND_MARGIN,
+                ),
+                GateRef(
+                    metric="answer.exact_match",
+                    slice="all",
+                    n=60,
+                    delta=-0.1,
+                    lo=-0.015,
+                    hi=-0.002,
+                    cause=GateCause.WORSE_WITHIN_MARGIN,
+                ),
+            ],
+        ),
+        "🔻 Not blocked, but worse on its own evidence",
+        "nothing blocks or needs review, but 2 gates are worse on their own evidence: each interval lies "
+        "wholly below zero, which is not significant across the family of 12 distinct gates; the surest is "
+        "answer.token_f1 on tags=topic:billing (Δ −0.100, 95% interval [−0.180, −0.050]).",
     ),
     "review beyond margin": (
         [_gate(TOKEN, "tags=topic:billing", "review", GateCause.DROPPED_BEYOND_MARGIN, hi=-0.05)],
@@ -219,14 +254,19 @@ def test_each_verdict_reads_as_it_was_decided(base: dict[str, Any], name: str) -
 
 
 def test_worse_gates_are_named_with_their_interval_on_the_first_screen(base: dict[str, Any]) -> None:
-    gates, verdict, _, _ = CASES["worse, unconfirmed"]
+    gates, verdict, _, why = CASES["worse, several"]
     text = render_markdown(_comparison(base, gates, **verdict))
     first_screen = text[: text.index("<details>")] if "<details>" in text else text
     assert (
-        "**Worse on its own evidence** (interval wholly below zero, not confirmed across the family):\n"
-        "- answer.token\\_f1 on tags=topic:billing \\(Δ −0.100, 95% interval \\[−0.180, −0.020\\]\\): "
-        "worse on own evidence\n"
+        "**Worse on their own evidence** (interval wholly below zero, not confirmed across the family):\n"
+        "- answer.token\\_f1 on tags=topic:billing \\(Δ −0.100, 95% interval \\[−0.180, −0.050\\]\\): "
+        "dropped beyond margin\n"
+        "- answer.exact\\_match on all \\(Δ −0.100, 95% interval \\[−0.015, −0.002\\]\\): worse, within margin\n"
     ) in first_screen
+    # one such gate: the why names it with its interval, and no list repeats it
+    gates, verdict, _, why = CASES["worse, unconfirmed"]
+    text = render_markdown(_comparison(base, gates, **verdict))
+    assert "own evidence**" not in text and "\\[−0.180, −0.020\\]" in text.split("\n\n")[1]
 
 
 def test_the_counts_agree_and_an_unchanged_metric_is_not_inconclusive() -> None:
