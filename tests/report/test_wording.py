@@ -84,6 +84,9 @@ def test_pairs_needed_is_shown_only_where_more_pairs_could_decide() -> None:
 PASSED = _gate(
     TOKEN, "all", "pass", GateCause.PASSED_ON_EVIDENCE, lo=-0.01, hi=0.04, delta=0.015, worse=False
 )
+WORSE = _gate(TOKEN, "tags=topic:billing", "review", GateCause.WORSE_ON_OWN_EVIDENCE, counts=False)
+BEYOND = _gate(TOKEN, "tags=topic:billing", "review", GateCause.DROPPED_BEYOND_MARGIN, counts=False, hi=-0.05)
+WITHIN = _gate("answer.exact_match", "all", "pass", GateCause.WORSE_WITHIN_MARGIN, lo=-0.015, hi=-0.002)
 CASES: dict[str, tuple[list[GateResult], dict[str, Any], str, str]] = {
     "verified": (
         [PASSED],
@@ -111,20 +114,10 @@ CASES: dict[str, tuple[list[GateResult], dict[str, Any], str, str]] = {
         "margin 0.02 needs 189+ cases.",
     ),
     "worse, unconfirmed": (
-        [_gate(TOKEN, "tags=topic:billing", "review", GateCause.WORSE_ON_OWN_EVIDENCE, counts=False)],
+        [WORSE],
         dict(
             cause=VerdictCause.WORSE_UNCONFIRMED,
-            worse=[
-                GateRef(
-                    metric=TOKEN,
-                    slice="tags=topic:billing",
-                    n=60,
-                    delta=-0.1,
-                    lo=-0.18,
-                    hi=-0.02,
-                    cause=GateCause.WORSE_ON_OWN_EVIDENCE,
-                )
-            ],
+            worse=[GateRef.of(WORSE)],
         ),
         "🔻 Not blocked, but worse on its own evidence",
         "nothing blocks or needs review, but answer.token_f1 on tags=topic:billing (Δ −0.100, 95% interval "
@@ -140,26 +133,7 @@ CASES: dict[str, tuple[list[GateResult], dict[str, Any], str, str]] = {
         ],
         dict(
             cause=VerdictCause.WORSE_UNCONFIRMED,
-            worse=[
-                GateRef(
-                    metric=TOKEN,
-                    slice="tags=topic:billing",
-                    n=60,
-                    delta=-0.1,
-                    lo=-0.18,
-                    hi=-0.05,
-                    cause=GateCause.DROPPED_BEYOND_MARGIN,
-                ),
-                GateRef(
-                    metric="answer.exact_match",
-                    slice="all",
-                    n=60,
-                    delta=-0.1,
-                    lo=-0.015,
-                    hi=-0.002,
-                    cause=GateCause.WORSE_WITHIN_MARGIN,
-                ),
-            ],
+            worse=[GateRef.of(BEYOND), GateRef.of(WITHIN)],
         ),
         "🔻 Not blocked, but worse on its own evidence",
         "nothing blocks or needs review, but 2 gates are worse on their own evidence: each interval lies "
