@@ -387,7 +387,10 @@ api_url, output_file, head_sha = sys.argv[1:]
 state = json.load(urllib.request.urlopen(f"{api_url}/_state", timeout=10))
 comments = [c for c in state["comments"].get("7", []) if c["body"].lstrip().startswith("<!-- ragproof:ragproof -->")]
 assert len(comments) == 1, f"expected one sticky comment, got {len(comments)}"
-assert "✅ Passed" in comments[0]["body"], comments[0]["body"][:500]
+# The heading's words are the report's; that a gate was decided and nothing regressed is the
+# check's conclusion and the decision output, asserted below.
+heading = comments[0]["body"].splitlines()[1]
+assert heading.startswith("## ragproof: ") and "Blocked" not in heading, comments[0]["body"][:500]
 checks = state["check_runs"]
 assert len(checks) == 1, f"expected one check run, got {len(checks)}"
 check = checks[0]
