@@ -1,6 +1,6 @@
 """Errors that end a command with a documented exit code and one line on stderr.
 
-Exit codes (see README "Exit codes"):
+Exit codes (docs/running.md, "Exit codes"):
   0  success / gate passed
   1  gate failed, or an unexpected failure
   2  run aborted by the cost budget (results kept)
