@@ -53,8 +53,7 @@ from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.special import ndtr, ndtri, stdtr, stdtrit
-from scipy.stats import binom
+from scipy.special import bdtrc, ndtr, ndtri, stdtr, stdtrit
 
 BLOCK = 64  # resamples per independent random stream
 TASK_CELLS = 1 << 21  # counts held by one task (blocks grouped up to about this many cells)
@@ -739,7 +738,10 @@ def drop_p_values(facts: ColumnFacts) -> np.ndarray:
         idx = np.flatnonzero(kinds == "tango")
         if idx.size:
             b, c = facts.improved[idx], facts.worsened[idx]
-            out[idx] = binom.sf(c - 1, b + c, 0.5)
+            # P(Bin(b + c, ½) >= c) = bdtrc(c - 1, b + c, ½): scipy.special's, which loads in a
+            # fraction of scipy.stats' import time (0.3 s of CPU per process)
+            k, n = np.asarray(c, dtype=np.int64), np.asarray(b + c, dtype=np.int64)
+            out[idx] = bdtrc(k - 1, n, 0.5)
         idx = np.flatnonzero(kinds == "cluster-tango")
         if idx.size:
             b, c = facts.improved[idx], facts.worsened[idx]

@@ -517,3 +517,17 @@ def test_drop_p_values_and_weighted_bh() -> None:
     assert stats.weighted_bh_cutoff([0.06, 0.5], [1, 1], 0.1) == 0.0
     # weights (rescaled to average 1) move the budget: a heavy gate rejects alone
     assert stats.weighted_bh_cutoff([0.06, 0.5], [3, 1], 0.1) == pytest.approx(0.05)  # 0.06 / 1.5
+
+
+def test_the_sign_test_matches_scipy_stats_binomial_tail() -> None:
+    # drop_p_values takes the tail from scipy.special (bdtrc), which loads in a fraction of
+    # scipy.stats' time: the same P(Bin(b + c, 1/2) >= c) for every b, c up to 12 of 30 pairs.
+    from scipy.stats import binom
+
+    pairs = [(b, c) for b in range(13) for c in range(13)]
+    d = np.zeros((30, len(pairs)))
+    for j, (b, c) in enumerate(pairs):
+        d[:b, j], d[b : b + c, j] = 1.0, -1.0
+    p = stats.drop_p_values(stats.column_facts(d))
+    expected = [binom.sf(c - 1, b + c, 0.5) if b + c else 1.0 for b, c in pairs]
+    assert p.tolist() == pytest.approx(expected, rel=1e-11, abs=1e-15)
