@@ -179,7 +179,7 @@ def test_missing_values_drop_pairs() -> None:
     ]
     assert mean == pytest.approx(sum(c - b for b, c in kept) / len(kept))
     _, lo2, hi2 = paired([b for b, _ in kept], [c for _, c in kept], resamples=4000)
-    se = np.std([c - b for b, c in kept], ddof=1) / math.sqrt(len(kept))
+    se = float(np.std([c - b for b, c in kept], ddof=1)) / math.sqrt(len(kept))
     assert lo == pytest.approx(lo2, abs=0.2 * se) and hi == pytest.approx(hi2, abs=0.2 * se)
 
 
