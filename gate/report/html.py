@@ -38,6 +38,7 @@ from gate.report.markdown import (
 from gate.report.templating import axis_extent, environment, fmt_interval, fmt_num, fmt_signed
 from gate.report.wording import (
     DECISION_ICON,
+    INFORM_ICON,
     gate_counts,
     gate_phrase,
     headline,
@@ -203,6 +204,11 @@ def metric_panels(comparison: Comparison) -> list[dict[str, object]]:
                 "metric": name,
                 "arrow": "" if gates[0].higher_is_better else " ↓",
                 "worst": SEVERITY[worst],
+                # a panel whose only reviews inform is marked as informing, not as a review
+                "icon": INFORM_ICON
+                if SEVERITY[worst] == "review"
+                and not any(g.decision == "review" and g.counts for g in gating)
+                else DECISION_ICON[SEVERITY[worst]],
                 "counts": gate_counts(gates),
                 "plot": _panel_rows(gates) if gating else None,
                 "skipped": [g for g in gates if g.gating and g.decision == "skipped"],
