@@ -71,7 +71,9 @@ class LogGuard:
         if text:
             self._stream.write(text)
             self._at_line_start = text.endswith("\n")
-            self._tail = text[-2:]
+            # Joined with the previous tail: one-character writes ("#", "#", "[") must still
+            # leave the last two characters written, or the third cannot see the marker.
+            self._tail = (self._tail + text)[-2:]
 
     def _line_start(self) -> None:
         if not self._at_line_start:

@@ -155,3 +155,13 @@ def test_workflow_commands_through_a_neutralising_stdout_stay_commands(
         "endgroup",
     ]
     assert target.getvalue().startswith(f"a case id :{ZERO_WIDTH_SPACE}:error:{ZERO_WIDTH_SPACE}:x")
+
+
+def test_a_marker_written_one_character_at_a_time_is_broken() -> None:
+    # hypothesis found it: "#", "#", "[" in three writes reached the log as "##[".
+    target = io.StringIO()
+    stream = NeutralisingStream(target)
+    for char in "##[":
+        stream.write(char)
+    assert "##[" not in target.getvalue()
+    assert target.getvalue().replace(ZERO_WIDTH_SPACE, "") == "##["
