@@ -11,9 +11,10 @@ same verdict as the in-process path.
 The data: ``n`` cases (200 unless said) in 6 topic slices (``tags=topic:t0`` holds 20 cases,
 the rest share the others evenly), each case answered right in the baseline with probability
 0.7. One latent "answered right" per case and run drives every metric: ``M`` metrics, half 0/1
-(the latent, or its opposite on a fixed 10% of the cases), half continuous (a fixed
-Beta(5, 1.5) value when right, a fixed Beta(1, 5) value when wrong), so every metric changes on
-the cases whose answer changed and the metrics are strongly correlated. ``churn`` is the share
+(the latent, except 0 on a fixed 10% of the cases that metric misses), half continuous (a fixed
+Beta(5, 1.5) value ``h`` when right, ``h`` times a fixed Beta(1, 4) share when wrong), so every
+metric changes on the cases whose answer changed, the metrics are strongly correlated, and a
+lost answer never raises any metric (a larger drop is larger in every metric). ``churn`` is the share
 of cases whose answer changes with no net effect (right->wrong on ``churn/2/0.7`` of the right
 ones, wrong->right on ``churn/2/0.3`` of the wrong ones); a drop then turns ``lost`` right
 answers wrong (on one slice, or anywhere). Metrics: 6 (48 gates: all, kind=qa and 6 topics)
@@ -113,17 +114,18 @@ def lose(cand: np.ndarray, where: np.ndarray, lost: int, rng: np.random.Generato
 
 
 def metric_values(right: np.ndarray, fixed: dict[str, np.ndarray], j: int) -> np.ndarray:
+    """Metric ``j`` of every case given its answer is ``right``: a lost answer never raises it."""
     if j % 2 == 0:
-        return np.where(fixed["flip"][j], ~right, right).astype(float)
-    return np.where(right, fixed["high"][j], fixed["low"][j])
+        return (right & ~fixed["miss"][j]).astype(float)
+    return np.where(right, fixed["high"][j], fixed["high"][j] * fixed["shrink"][j])
 
 
 def fixed_parts(design: Design, rng: np.random.Generator) -> dict[str, np.ndarray]:
     shape = (design.metrics, design.n)
     return {
-        "flip": rng.random(shape) < 0.1,
+        "miss": rng.random(shape) < 0.1,
         "high": rng.beta(5, 1.5, shape),
-        "low": rng.beta(1, 5, shape),
+        "shrink": rng.beta(1, 4, shape),
     }
 
 

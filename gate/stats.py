@@ -525,11 +525,12 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float:
 
 BOOTSTRAP_MIN_NONZERO = 100  # non-zero units from which the percentile bootstrap is used
 CALIBRATED_MIN_PAIRS = 10  # smallest n the simulation suite validates; the derived min_pairs floor
-MIN_CLUSTERS = 10  # fewer clusters: t on cluster means with G - 1 degrees of freedom ("cluster-t")
+MIN_CLUSTERS = 10  # fewer clusters in a comparison: the exact sign-flip over clusters ("cluster-sign-flip")
 POWER = 0.8  # the power behind ``pairs_needed`` and ``mde``
 
 GateMethod = Literal[
     "tango",
+    "cluster-sign-flip",
     "t",
     "bootstrap",
     "cluster-tango",
@@ -752,7 +753,60 @@ def drop_p_values(facts: ColumnFacts) -> np.ndarray:
         idx = np.flatnonzero(np.isin(kinds, _BOOTSTRAP_METHODS))
         if idx.size:
             out[idx] = ndtr(facts.estimate[idx] / facts.se[idx])
+    for j in np.flatnonzero(kinds == "cluster-sign-flip"):
+        assert facts.unit_sums is not None and facts.unit_weights is not None
+        out[j] = sign_flip_p(facts.unit_sums[:, j], facts.unit_weights[:, j], 0.0, upper=False)
     return np.where(np.isfinite(out), np.clip(out, 0.0, 1.0), 1.0)
+
+
+@cache
+def _sign_matrix(g: int) -> np.ndarray:
+    """Every vector of ``g`` signs (2^g x g), the first all +1."""
+    bits = (np.arange(1 << g)[:, None] >> np.arange(g)[None, :]) & 1
+    signs: np.ndarray = 1.0 - 2.0 * bits
+    return signs
+
+
+def sign_flip_p(sums: np.ndarray, weights: np.ndarray, mu: float, *, upper: bool) -> float:
+    """Exact sign-flip p-value over clusters for ``H0: mean = mu``.
+
+    With ``a_u = S_u - mu W_u`` (cluster sum minus ``mu`` times its pairs), symmetric about zero
+    under H0, ``upper``: ``P_ε(Σ ε_u a_u >= Σ a_u)`` (evidence the mean exceeds ``mu``); otherwise
+    ``P_ε(Σ ε_u a_u <= Σ a_u)``; over all ``2^G`` sign vectors, ties counted (conservative).
+    """
+    keep = weights > 0
+    a = sums[keep] - mu * weights[keep]
+    flipped = _sign_matrix(int(a.size)) @ a
+    observed = float(a.sum())
+    tol = 1e-12 * max(1.0, float(np.abs(a).sum()))
+    hits = flipped >= observed - tol if upper else flipped <= observed + tol
+    return float(np.mean(hits))
+
+
+def sign_flip_bound(sums: np.ndarray, weights: np.ndarray, tail: float, *, upper: bool) -> float:
+    """One-sided bound of the ratio mean ``Σ S_u / Σ W_u`` by inverting the exact sign-flip test
+    over clusters (few clusters: ``MIN_CLUSTERS`` or fewer).
+
+    Lower bound: the smallest ``mu`` whose upper-tail p-value exceeds ``tail`` (bisection to
+    1e-10); upper bound likewise. With ``2^G <= 1/tail`` no ``mu`` can be rejected: the bound
+    lies ``max |S_u / W_u| + |estimate| + 1`` beyond the estimate, past any feasible difference.
+    """
+    keep = weights > 0
+    if not keep.any():
+        return math.nan
+    means = sums[keep] / weights[keep]
+    estimate = float(sums[keep].sum() / weights[keep].sum())
+    reach = float(np.max(np.abs(means))) + abs(estimate) + 1.0
+    inner, outer = estimate, estimate + reach if upper else estimate - reach
+    if sign_flip_p(sums, weights, outer, upper=not upper) > tail:
+        return outer
+    for _ in range(60):
+        mid = (inner + outer) / 2
+        if sign_flip_p(sums, weights, mid, upper=not upper) > tail:
+            inner = mid
+        else:
+            outer = mid
+    return inner
 
 
 def weighted_bh_cutoff(p: Any, weights: Any, q: float) -> float:
@@ -840,13 +894,15 @@ class ColumnFacts:
     method: list[GateMethod]
     # cluster design effect (cluster variance over the case variance, at least 1; 1 for cases)
     deff: np.ndarray
-    # degrees of freedom of the t methods: non-zero units minus one, or clusters minus one
-    # below MIN_CLUSTERS clusters (t on cluster means)
+    # degrees of freedom of the t methods: non-zero units minus one
     df: np.ndarray
     # one pair's standard deviation under no change, from the improvements only, and the
     # clusters' design effect under no change (null_spread): what pairs_needed rests on
     null_sd: np.ndarray
     null_deff: np.ndarray
+    # units x columns: each cluster's sum of values and count of values (clustered columns only)
+    unit_sums: np.ndarray | None = None
+    unit_weights: np.ndarray | None = None
 
     def needs_bootstrap(self) -> bool:
         return any(m in _BOOTSTRAP_METHODS for m in self.method)
@@ -886,10 +942,14 @@ def column_facts(
     se = sd / np.sqrt(n)
     clustered = np.zeros(q, dtype=bool)
     deff = np.ones(q)
+    unit_sums = unit_weights = None
+    n_units_all = 0
     if clusters is not None and n_rows:
         codes, n_units = _cluster_codes(clusters, n_rows)
         assert codes is not None
+        n_units_all = n_units
         sums, weights = _unit_sums(filled, present.astype(np.float64), codes, n_units)
+        unit_sums, unit_weights = sums, weights
         cl_se, k = cluster_standard_error(sums, weights)
         clustered = (k >= 2) & (weights.max(axis=0, initial=0) > 1)
         units = np.where(clustered, k, n)
@@ -900,8 +960,11 @@ def column_facts(
         se = np.where(clustered, cl_se, se)
         with np.errstate(invalid="ignore"):
             sd = np.where(clustered, cl_se * np.sqrt(n), sd)
-    few = clustered & (units < MIN_CLUSTERS)
-    df = np.where(few, units - 1, nonzero - 1)
+    # Few clusters in the whole comparison (fewer than MIN_CLUSTERS): every clustered column
+    # takes the exact sign-flip over its clusters. With enough clusters overall, a slice holding
+    # few of them keeps Rao-Scott's Tango or t (its interval is only wide).
+    few = clustered & (n_units_all < MIN_CLUSTERS)
+    df = nonzero - 1
     df = np.maximum(np.where(np.isfinite(df), df, 1.0), 1.0)
     methods: list[GateMethod] = []
     for j in range(q):
@@ -911,10 +974,11 @@ def column_facts(
         elif nonzero_cases[j] == 0:
             chosen = "no-change"
         elif few[j]:
-            # Few clusters: Rao-Scott's design effect and the cluster bootstrap both rest on a
-            # variance estimated from a handful of clusters; t on cluster means with G - 1
-            # degrees of freedom stays valid.
-            chosen = "cluster-t"
+            # Few clusters: Rao-Scott's design effect, t and the cluster bootstrap all rest on a
+            # variance estimated from a handful of clusters; the sign-flip test of the cluster
+            # totals is exact under symmetry (t on cluster means with G - 1 df blocked 3.7% of
+            # unchanged 8-document sets and covered 0.917).
+            chosen = "cluster-sign-flip"
         elif clustered[j] and ternary[j] and nonzero[j] < BOOTSTRAP_MIN_NONZERO:
             chosen = "cluster-tango"
         elif clustered[j]:
@@ -943,6 +1007,8 @@ def column_facts(
         df=df,
         null_sd=null_sd,
         null_deff=null_deff,
+        unit_sums=unit_sums,
+        unit_weights=unit_weights,
     )
 
 
@@ -976,6 +1042,9 @@ def column_bounds(
     idx = np.flatnonzero(kinds == "no-change")
     if idx.size:
         out[idx] = facts.estimate[idx] + sign * no_change_halfwidth(facts.n[idx], tail)
+    for j in np.flatnonzero(kinds == "cluster-sign-flip"):
+        assert facts.unit_sums is not None and facts.unit_weights is not None
+        out[j] = sign_flip_bound(facts.unit_sums[:, j], facts.unit_weights[:, j], tail, upper=upper)
     for j in np.flatnonzero(np.isin(kinds, _BOOTSTRAP_METHODS)):
         if boot is None:
             raise ValueError("bootstrap columns need the bootstrap result")

@@ -481,7 +481,6 @@ def _prepare_batch(
         level_cols[i] = (low, high)
     matrix = np.column_stack(columns)
     facts = column_facts(matrix, clusters=clusters, method=cfg.interval)
-    can_block = minimum_nonzero((1 - cfg.confidence) / 2)
     p_values = drop_p_values(facts)
     keys: list[bytes | None] = []
     for i, g in enumerate(batch):
@@ -495,8 +494,6 @@ def _prepare_batch(
     for j in range(matrix.shape[1]):
         i = owner.get(j, j)
         if not batch[i].gating or pairs[i] < floor:
-            continue
-        if j < len(batch) and facts.nonzero[j] < can_block:
             continue
         family.seen.add(np.ascontiguousarray(matrix[:, j]).tobytes())
         se = float(facts.se[j])

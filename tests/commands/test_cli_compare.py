@@ -83,7 +83,7 @@ def test_block_exits_1_unless_fail_on_never(runs: Path, tmp_path: Path) -> None:
     assert lines[0] == (
         "ragproof compare: block: retrieval.hit_rate_at_k on all dropped: Δ −0.053, "
         "95% interval [−0.094, −0.016] lies wholly below zero, and so does its family-wise bound "
-        "over 1 distinct gate; 2 gates block."  # Tango score interval; all = kind=qa
+        "over 2 distinct gates; 2 gates block."  # Tango; all = kind=qa, plus the failure rate
     )
     decision = json.loads((tmp_path / "d.json").read_text())
     # the counts add up to the gates of the --json document

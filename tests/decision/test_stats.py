@@ -481,24 +481,40 @@ def test_clustered_0_1_differences_take_tango_over_the_design_effect() -> None:
     assert lo < float(case_lo) and hi > float(case_hi)  # wider than as independent cases
 
 
-def test_few_clusters_take_t_on_cluster_means_with_g_minus_1_df() -> None:
-    # 8 documents x 6 questions: below MIN_CLUSTERS, a 0/1 column takes t on the cluster means
-    # with 7 degrees of freedom, not Rao-Scott's Tango on a design effect from 8 clusters
+def test_few_clusters_take_the_exact_sign_flip_over_clusters() -> None:
+    # 8 documents x 6 questions: below MIN_CLUSTERS every column takes the sign-flip test of the
+    # cluster totals, inverted for its bounds, never Rao-Scott's Tango on a design effect from 8
+    import itertools
+
     labels = np.repeat(np.arange(8), 6)
     d = np.zeros((48, 1))
     d[[0, 1, 2, 6, 7, 12, 20, 30, 31, 40], 0] = [-1, -1, -1, -1, 1, -1, 1, -1, -1, 1]
     facts = stats.column_facts(d, clusters=labels)
-    assert facts.method == ["cluster-t"] and facts.units[0] == 8 and facts.df[0] == 7
-    means = d[:, 0].reshape(8, 6).mean(axis=1)
-    se = means.std(ddof=1) / math.sqrt(8)
-    t7 = 2.3646242515927  # t quantile at 0.975 with 7 degrees of freedom
+    assert facts.method == ["cluster-sign-flip"] and facts.units[0] == 8
+    totals = d[:, 0].reshape(8, 6).sum(axis=1)
+
+    def p_upper(mu: float) -> float:  # P(Σ ε (S - 6 mu) >= Σ (S - 6 mu)) by brute force
+        a = totals - 6 * mu
+        flips = [
+            sum(e * x for e, x in zip(signs, a, strict=True))
+            for signs in itertools.product((1, -1), repeat=8)
+        ]
+        return float(sum(f >= a.sum() - 1e-12 for f in flips)) / 256
+
     lo = stats.column_bounds(facts, None, 0.025, upper=False)[0]
     hi = stats.column_bounds(facts, None, 0.025, upper=True)[0]
-    assert (lo, hi) == pytest.approx((means.mean() - t7 * se, means.mean() + t7 * se), abs=1e-12)
-    # its drop p-value is Student's t at 7 degrees of freedom
-    from scipy.stats import t as student
-
-    assert stats.drop_p_values(facts)[0] == pytest.approx(student.cdf(means.mean() / se, 7), abs=1e-12)
+    assert p_upper(lo - 1e-6) <= 0.025 < p_upper(lo + 1e-6)
+    assert lo < d.mean() < hi
+    # the bounds mirror: the upper bound of d is minus the lower bound of -d
+    neg = stats.column_facts(-d, clusters=labels)
+    assert stats.column_bounds(neg, None, 0.025, upper=True)[0] == pytest.approx(-lo, abs=1e-9)
+    # its drop p-value is the sign-flip's lower tail at zero: P(Σ ε S <= Σ S)
+    flips = [
+        sum(e * x for e, x in zip(signs, totals, strict=True))
+        for signs in itertools.product((1, -1), repeat=8)
+    ]
+    expected = sum(f <= totals.sum() + 1e-12 for f in flips) / 256
+    assert stats.drop_p_values(facts)[0] == pytest.approx(expected, abs=1e-15)
     # ten clusters and more: Rao-Scott's Tango again
     more = stats.column_facts(np.tile(d, (2, 1)), clusters=np.repeat(np.arange(16), 6))
     assert more.method == ["cluster-tango"]

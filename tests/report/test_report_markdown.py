@@ -80,7 +80,7 @@ def test_report_contents() -> None:
         in text
     )
     # the power table: MDE at the family level, pairs needed, the method
-    assert "| robustness.overrefusal ↓ | 24 | 0.261 | 0.02 | 3,292 | tango |" in text
+    assert "| robustness.overrefusal ↓ | 24 | 0.315 | 0.02 | 3,292 | tango |" in text
     assert "- **case-007** Δ −1.000<br>" in text and "candidate (1.000): *timeout* connection refused" in text
     assert "| candidate | 240 | 1 |" in text  # cases and failures
     assert "[the run artifact](https://github.com/acme/rag/actions/runs/42/artifacts/7)" in text
