@@ -105,6 +105,10 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         f"ok: {args.config}: {count(len(dataset), 'case')} (dataset sha256 {dataset.sha256[:12]}), "
         f"adapter {config.adapter.type}{methods}, {len(metric_names)} metrics"
     )
+    from gate.decision.sizing import sizing_lines
+
+    for line in sizing_lines(dataset.cases, config.gate):
+        print(line)
     if args.smoke is None:
         return EXIT_OK
     return _smoke(config, env, dataset, args.smoke)

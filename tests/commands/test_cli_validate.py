@@ -143,11 +143,14 @@ def test_smoke_runs_n_cases_end_to_end_and_keeps_nothing(tmp_path: Path) -> None
         "validate", "-c", "ragproof.yaml", "--smoke", "3", cwd=tmp_path, env=_env(TINY_CALL_LOG=str(calls))
     )
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    ok, *lines = proc.stdout.splitlines()
     assert (
-        lines[0].endswith(", adapter python (retrieve and answer), 26 metrics")
-        or "adapter python (retrieve and answer)" in lines[0]
+        ok.endswith(", adapter python (retrieve and answer), 26 metrics")
+        or "adapter python (retrieve and answer)" in ok
     )
+    # then the sizing (gate.decision.sizing): what the dataset can detect, the cases the margin needs
+    assert lines[0].startswith("sizing (margin 0.02, ") and lines[1].startswith("  all (")
+    lines = lines[1:] if not lines[2].startswith("  ") else lines[2:]
     assert lines[1] == "smoke: 3 cases end to end, k 3: complete"
     header, *table = lines[2:6]
     assert header.split() == ["case", "status", "ms", "chunks", "answer"]
