@@ -232,7 +232,8 @@ class GateMetricConfig(StrictModel):
 
 class GateConfig(StrictModel):
     margin: float = Field(default=0.02, ge=0)
-    """Non-inferiority margin: the drop a gate tolerates."""
+    """Non-inferiority margin: the largest drop you accept as no worse (a gate passes when its interval's
+    lower end stays above it; a 0/1 metric needs 189+ cases to pass 0.02 on evidence)."""
     confidence: float = Field(default=0.95, gt=0, lt=1)
     """Interval confidence."""
     resamples: int = Field(default=10_000, ge=100, le=1_000_000)
