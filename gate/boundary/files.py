@@ -61,6 +61,14 @@ def read_bytes_capped(path: Path, what: str, cap: int, error: type[RagproofError
     real = os.path.realpath(path)
     if any(real == tree or real.startswith(tree + "/") for tree in _KERNEL_TREES):
         raise error(f"{path}: {what} file is {real}, a file of the kernel, not a regular file")
+    sandbox = active()
+    if (
+        sandbox is not None
+        and sandbox.workspace is not None
+        and not Path(real).is_relative_to(sandbox.workspace)
+    ):
+        # Root reads it and an error line may quote it: a pull request names files of its checkout only.
+        raise error(f"{path}: {what} file is {real}, outside the checkout {sandbox.workspace}")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:

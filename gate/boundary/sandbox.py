@@ -72,6 +72,8 @@ class Sandbox:
     # a virtual environment the sandbox user may install into (its bin/ goes first on PATH)
     venv: Path | None = None
     sessions: list[int] = field(default_factory=list)
+    # the checkout (the action's working directory): what a pull request's files may name
+    workspace: Path | None = None
 
     @classmethod
     def from_environment(cls, variables: Mapping[str, str]) -> Sandbox:

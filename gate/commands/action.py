@@ -108,7 +108,7 @@ def _gate(env: Environment, ctx: GitHubContext, commands: WorkflowCommands) -> t
     from gate.boundary.files import refuse_unsafe_directory
     from gate.boundary.install import run_install
     from gate.boundary.reexec import scrub_process_environment
-    from gate.boundary.sandbox import end_untrusted_processes, untrusted_environment
+    from gate.boundary.sandbox import active, end_untrusted_processes, untrusted_environment
     from gate.boundary.secrets import runner_environment
     from gate.boundary.store import store_directory
     from gate.commands._common import load_checked_config
@@ -117,6 +117,9 @@ def _gate(env: Environment, ctx: GitHubContext, commands: WorkflowCommands) -> t
 
     if ctx.workspace.is_dir():
         os.chdir(ctx.workspace)
+        sandbox = active()
+        if sandbox is not None:
+            sandbox.workspace = Path(os.path.realpath(ctx.workspace))
     # Before any untrusted code runs: every directory ragproof writes into as root (the run, the
     # report beside it, the downloads, the store) holds no link and nothing the pipeline may write.
     out_dir = ctx.workspace_path(ctx.inputs.out)

@@ -142,3 +142,20 @@ def test_the_pull_requests_files_are_parsed_within_bounds(
     line = _one_error_line(result.stderr)
     assert expected in line, line
     _failing_check(state, line)
+
+
+def test_a_dataset_outside_the_checkout_is_not_read(tmp_path: Path, state: GitHubState) -> None:
+    """Root reads what the config names and an error line may quote it: only the checkout's files."""
+    state.runs.clear()
+    workspace = _project(tmp_path)
+    secret = tmp_path / "root-only.jsonl"
+    secret.write_text("not json: the-root-only-secret\n")
+    secret.chmod(0o600)
+    (workspace / "ragproof.yaml").write_text(_config(str(secret)))
+    with GitHubServer(state) as server:
+        result = _pr(tmp_path, server, timeout=60, memory_limit=GIGABYTE)
+    assert result.returncode in (64, 65), result.stderr[-3000:]
+    line = _one_error_line(result.stderr)
+    assert f"dataset file is {secret}, outside the checkout" in line, line
+    assert "the-root-only-secret" not in result.stderr + result.stdout
+    _failing_check(state, line)
