@@ -1042,9 +1042,29 @@ def column_bounds(
     idx = np.flatnonzero(kinds == "no-change")
     if idx.size:
         out[idx] = facts.estimate[idx] + sign * no_change_halfwidth(facts.n[idx], tail)
-    for j in np.flatnonzero(kinds == "cluster-sign-flip"):
+    # Few clusters: the upper bound (what a block and "worse" read: zero rejected or not) from the
+    # exact sign-flip, valid at zero where no change makes cluster totals symmetric; the lower
+    # bound (what a pass reads: -margin rejected) from t on the cluster means with G - 1 degrees
+    # of freedom, or Rao-Scott's Tango for 0/1 pairs, since away from zero sparse 0/1 totals are
+    # not symmetric (the sign-flip's lower bound passed 12% of 2.5-margin drops at 6 clusters,
+    # t's 6%).
+    idx = np.flatnonzero(kinds == "cluster-sign-flip")
+    graded = idx[~facts.ternary[idx]]
+    if graded.size and not upper:
+        df_few = np.maximum(facts.units[graded] - 1, 1)
+        out[graded] = facts.estimate[graded] - t_quantile(tail, df_few) * facts.se[graded]
+    binary = idx[facts.ternary[idx]]
+    if binary.size and not upper:
+        # 0/1 pairs: Rao-Scott's Tango, whose lower bound held at 2 to 9 clusters
+        out[binary] = tango_bounds(
+            facts.improved[binary] / facts.deff[binary],
+            facts.worsened[binary] / facts.deff[binary],
+            facts.n[binary] / facts.deff[binary],
+            tail,
+        )[0]
+    for j in idx if upper else ():
         assert facts.unit_sums is not None and facts.unit_weights is not None
-        out[j] = sign_flip_bound(facts.unit_sums[:, j], facts.unit_weights[:, j], tail, upper=upper)
+        out[j] = sign_flip_bound(facts.unit_sums[:, j], facts.unit_weights[:, j], tail, upper=True)
     for j in np.flatnonzero(np.isin(kinds, _BOOTSTRAP_METHODS)):
         if boot is None:
             raise ValueError("bootstrap columns need the bootstrap result")

@@ -144,7 +144,8 @@ class GateResult(StrictModel):
     n: int  # pairs
     clusters: int | None = None  # clusters holding the pairs (when clusters were resampled)
     # the interval behind the decision: tango | t | bootstrap | cluster-tango | cluster-t |
-    # cluster-bootstrap | no-change (no pair changed) | percentile (forced); None when skipped
+    # cluster-bootstrap | cluster-sign-flip (fewer than 10 clusters) | no-change (no pair changed) |
+    # percentile (forced); None when skipped
     method: str | None = None
     unit: Literal["case", "cluster"] | None = None  # what the interval treats as independent
     nonzero: int | None = None  # units whose difference is not zero

@@ -493,21 +493,22 @@ def test_few_clusters_take_the_exact_sign_flip_over_clusters() -> None:
     assert facts.method == ["cluster-sign-flip"] and facts.units[0] == 8
     totals = d[:, 0].reshape(8, 6).sum(axis=1)
 
-    def p_upper(mu: float) -> float:  # P(Σ ε (S - 6 mu) >= Σ (S - 6 mu)) by brute force
+    def p_lower(mu: float) -> float:  # P(Σ ε (S - 6 mu) <= Σ (S - 6 mu)) by brute force
         a = totals - 6 * mu
         flips = [
             sum(e * x for e, x in zip(signs, a, strict=True))
             for signs in itertools.product((1, -1), repeat=8)
         ]
-        return float(sum(f >= a.sum() - 1e-12 for f in flips)) / 256
+        return float(sum(f <= a.sum() + 1e-12 for f in flips)) / 256
 
     lo = stats.column_bounds(facts, None, 0.025, upper=False)[0]
     hi = stats.column_bounds(facts, None, 0.025, upper=True)[0]
-    assert p_upper(lo - 1e-6) <= 0.025 < p_upper(lo + 1e-6)
+    # the upper bound (a block, "worse") inverts the exact sign-flip: zero is rejected or not
+    assert p_lower(hi + 1e-6) <= 0.025 < p_lower(hi - 1e-6)
+    # the lower bound (a pass) is Rao-Scott's Tango for 0/1 pairs
+    deff = float(facts.deff[0])
+    assert lo == float(stats.tango_bounds(3 / deff, 7 / deff, 48 / deff, 0.025)[0][()])
     assert lo < d.mean() < hi
-    # the bounds mirror: the upper bound of d is minus the lower bound of -d
-    neg = stats.column_facts(-d, clusters=labels)
-    assert stats.column_bounds(neg, None, 0.025, upper=True)[0] == pytest.approx(-lo, abs=1e-9)
     # its drop p-value is the sign-flip's lower tail at zero: P(Σ ε S <= Σ S)
     flips = [
         sum(e * x for e, x in zip(signs, totals, strict=True))
