@@ -455,9 +455,11 @@ def _prepare_batch(
 
     Columns: each gate's oriented differences (empty below the pairs floor: nothing to
     resample), then the candidate-level columns of gates with a floor or ceiling. The block
-    family holds the gating columns that can block at all -- differences with at least
-    ``minimum_nonzero`` non-zero units at the per-gate level, and level columns; identical columns (``all`` and ``kind=qa`` when every case is
-    qa, two metrics that always agree) count once.
+    family holds every gating column with enough pairs, and the level columns: membership is
+    fixed by the dataset, not by how many pairs changed, so a growing drop never raises the
+    critical value by joining the family. The review family holds the same difference columns
+    with their drop p-values. Identical columns (``all`` and ``kind=qa`` when every case is qa,
+    two metrics that always agree) count once in both.
     """
     n = batch[0].mask.size
     pairs = [int(g.mask.sum()) for g in batch]

@@ -111,7 +111,7 @@ class Settings(StrictModel):
     seed: int
     min_pairs: int  # the pairs floor in force (configured, or derived)
     family_wise: bool
-    # distinct gating gates that can block (identical columns counted once)
+    # distinct gating gates with enough pairs, and the floor/ceiling tests (identical columns once)
     family_size: int
     # how the family's block bound was set: max-statistic | bonferroni | none (per gate)
     family_method: str = "none"
