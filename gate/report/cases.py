@@ -52,6 +52,7 @@ class Side:
     answer: str | None
     error: str | None
     retrieved: tuple[Retrieved, ...]
+    counted: float | None = None  # the value the pairs counted for a missing output (the worst)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,9 @@ class Moves:
     improved: list[CaseMove]
 
 
-def _side(row: Row, run: RunArtifact, value: float | None, expected: tuple[str, ...]) -> Side:
+def _side(
+    row: Row, run: RunArtifact, value: float | None, expected: tuple[str, ...], counted: float | None = None
+) -> Side:
     chunks = row.retrieved or []
     meta = run.meta
     flags = expected_flags(chunks, expected, meta.source_match, meta.document_id_key) if chunks else []
@@ -83,6 +86,7 @@ def _side(row: Row, run: RunArtifact, value: float | None, expected: tuple[str, 
         answer=row.answer.text if row.answer is not None else None,
         error=row.error,
         retrieved=tuple(Retrieved(c.id, flag) for c, flag in zip(chunks, flags, strict=True)),
+        counted=counted,
     )
 
 
@@ -173,6 +177,15 @@ class PairedCases:
         value = float(values[index])
         return None if math.isnan(value) or missing[index] else value
 
+    def _counted(self, metric: str, role: str, index: int) -> float | None:
+        """The worst value the pairs counted for this run's missing output, if it was one."""
+        column = self.column(metric)
+        if column is None:
+            return None
+        values = column.baseline if role == "baseline" else column.candidate
+        missing = column.missing_baseline if role == "baseline" else column.missing_candidate
+        return float(values[index]) if missing[index] else None
+
     def case(self, index: int, metric: str, d: float) -> CaseMove:
         base, cand = self.pairs[index]
         sources = tuple(cand.expected_source_ids or base.expected_source_ids or ())
@@ -184,8 +197,20 @@ class PairedCases:
             if cand.expected_answer is not None
             else base.expected_answer,
             expected_sources=sources,
-            baseline=_side(base, self.baseline, self._value(metric, "baseline", index), sources),
-            candidate=_side(cand, self.candidate, self._value(metric, "candidate", index), sources),
+            baseline=_side(
+                base,
+                self.baseline,
+                self._value(metric, "baseline", index),
+                sources,
+                self._counted(metric, "baseline", index),
+            ),
+            candidate=_side(
+                cand,
+                self.candidate,
+                self._value(metric, "candidate", index),
+                sources,
+                self._counted(metric, "candidate", index),
+            ),
         )
 
 

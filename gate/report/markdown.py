@@ -256,6 +256,7 @@ def _table_rows(rows: list[_Row], scale: float, default_method: str | None = Non
 def _side_view(side: Side) -> dict[str, object]:
     return {
         "value": fmt_num(side.value),
+        "counted": fmt_num(side.counted) if side.counted is not None else None,
         "status": side.status,
         "error": side.error,
         "answer": side.answer,  # the template shows the error instead when the row failed

@@ -154,7 +154,9 @@ def test_the_comment_shows_the_lost_cases_the_comparison_counted(tmp_path: Path)
     assert explorer["q00"].change == "worse" and explorer["q30"].change == "same"
     values = {m.name: (m.baseline, m.candidate, m.d) for m in explorer["q00"].metrics}
     assert values["answer.exact_match"] == (1.0, None, -1.0)
-    assert "q00" in render_markdown(comparison, paired=paired)
+    text = render_markdown(comparison, paired=paired)
+    # the case says what the pairs counted for the missing answer
+    assert "  candidate (–, counted 0.000): *no answer*\n" in text
 
 
 def test_an_interval_never_leaves_the_differences_feasible_range() -> None:
