@@ -197,21 +197,13 @@ class PairedCases:
             if cand.expected_answer is not None
             else base.expected_answer,
             expected_sources=sources,
-            baseline=_side(
-                base,
-                self.baseline,
-                self._value(metric, "baseline", index),
-                sources,
-                self._counted(metric, "baseline", index),
-            ),
-            candidate=_side(
-                cand,
-                self.candidate,
-                self._value(metric, "candidate", index),
-                sources,
-                self._counted(metric, "candidate", index),
-            ),
+            baseline=self._side(base, "baseline", metric, index, sources),
+            candidate=self._side(cand, "candidate", metric, index, sources),
         )
+
+    def _side(self, row: Row, role: str, metric: str, index: int, sources: tuple[str, ...]) -> Side:
+        run = self.baseline if role == "baseline" else self.candidate
+        return _side(row, run, self._value(metric, role, index), sources, self._counted(metric, role, index))
 
 
 def paired_cases(
