@@ -56,7 +56,7 @@ from scipy.optimize import brentq
 from scipy.special import bdtrc, ndtr, ndtri, stdtr, stdtrit
 
 BLOCK = 64  # resamples per independent random stream
-TASK_CELLS = 1 << 21  # counts held by one task (blocks grouped up to about this many cells)
+TASK_CELLS = 1 << 19  # counts held by one task (blocks grouped up to about this many cells)
 COLUMN_GROUP = 1024  # columns whose resample statistics are held at once
 MAX_WORKERS = min(4, os.cpu_count() or 1)  # threads drawing and multiplying count blocks
 MEMORY_BUDGET = 320 << 20  # bytes of count matrices alive at once across worker threads
@@ -262,7 +262,11 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
     per_task = max(1, TASK_CELLS // (BLOCK * n_units))
     tasks = [range(s, min(s + per_task, n_blocks)) for s in range(0, n_blocks, per_task)]
 
-    def run(blocks: range) -> np.ndarray:
+    # Each task writes its resamples' rows straight into ``out``: no list of partial results
+    # and no stacked copy of them (resamples x columns floats: 80 MB at 1,024 columns).
+    out = np.empty((resamples, q))
+
+    def run(blocks: range) -> None:
         sizes = [min(BLOCK, resamples - b * BLOCK) for b in blocks]
         counts = np.empty((sum(sizes), n_units), dtype=single)
         start = 0
@@ -275,18 +279,22 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
         if slow:
             num[:, slow] = _float64_product(counts, slow_rhs, slow_groups)
         den = product[:, len(fast) :][:, inverse]
+        first = blocks[0] * BLOCK
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+            out[first : first + counts.shape[0]] = np.where(
+                den > 0, num / np.where(den > 0, den, 1.0), np.nan
+            )
 
     # A running task holds about 16 bytes per count cell (draws, float32 counts, a float64 copy).
     task_bytes = 16 * BLOCK * min(per_task, n_blocks) * n_units
     workers = min(MAX_WORKERS, len(tasks), max(1, MEMORY_BUDGET // task_bytes))
     if workers <= 1:
-        results = [run(t) for t in tasks]
+        for t in tasks:
+            run(t)
     else:
         with _one_blas_thread(), ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(run, tasks))
-    return np.vstack(results)
+            list(pool.map(run, tasks))
+    return out
 
 
 @cache
@@ -460,7 +468,10 @@ def bootstrap_means(
                 np.maximum(family_max, dev.max(axis=1), out=family_max)
         if top is not None and valid is not None:
             valid[cols] = (~missing).sum(axis=0)
-            ranked = np.partition(np.where(missing, -np.inf, boot), resamples - n_top, axis=0)
+            # In place on the one copy with -inf for the missing: the same order statistics
+            # as np.partition, without a second resamples x columns array.
+            ranked = np.where(missing, -np.inf, boot)
+            ranked.partition(resamples - n_top, axis=0)
             ranked = np.sort(ranked[resamples - n_top :], axis=0)
             top[cols] = np.where(np.isneginf(ranked), np.nan, ranked).T
         has = ~np.all(missing, axis=0)
