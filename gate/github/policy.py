@@ -42,7 +42,7 @@ from gate.boundary.secrets import is_withheld
 from gate.core.errors import DataError, UsageError, validated
 from gate.model.artifact import RunArtifact
 from gate.model.config import ENV_OVERRIDES, Config
-from gate.model.dataset import Dataset, canonical_case_json, load_dataset
+from gate.model.dataset import Case, Dataset, canonical_case_json, load_dataset
 
 # Sections of ragproof.yaml that decide the verdict (compared key by key).
 POLICY_KEYS = ("dataset", "dataset_version", "run", "gate", "judge", "composite")
@@ -193,6 +193,100 @@ def _passthrough(names: list[str], judge_key_env: str, pull_key_env: str, change
     return kept
 
 
+def _recorded_dataset(baseline: RunArtifact, recorded: Mapping[str, Any], cases: tuple[Case, ...]) -> Dataset:
+    """The cases the baseline ran on, as a dataset (its path from the recorded configuration)."""
+    return Dataset(
+        path=str(recorded.get("dataset", baseline.meta.dataset.path)),
+        cases=cases,
+        sha256=baseline.meta.dataset.sha256,
+        version=baseline.meta.dataset.version,
+    )
+
+
+def _reference(
+    baseline: RunArtifact,
+    recorded: Mapping[str, Any],
+    dataset: Dataset,
+    compared: RunArtifact | None,
+    change: PolicyChange,
+) -> tuple[Mapping[str, Any], Dataset]:
+    """The configuration and cases the pull request's are measured against: the compared
+    baseline's when it is another run that records them (what changed since is ``change.since``),
+    else the newest baseline's."""
+    if compared is None or compared is baseline:
+        return recorded, dataset
+    reference: Mapping[str, Any] = recorded
+    reference_cases = dataset
+    since = PolicyChange()
+    if compared.meta.config is not None and compared.cases is not None:
+        reference = compared.meta.config
+        reference_cases = Dataset(dataset.path, compared.cases, compared.meta.dataset.sha256)
+        since.keys = key_changes(reference, recorded)
+        case_changes(reference_cases, dataset, since)
+    else:
+        since.problems.append(
+            f"The baseline compared with (run {compared.meta.run_id}) records no configuration or "
+            "dataset (written by an older ragproof): the pull request's changes are measured against "
+            "the newest baseline."
+        )
+    change.since, change.since_run = since, compared.meta.run_id
+    return reference, reference_cases
+
+
+def _pull_changes(
+    pull: Config,
+    pull_data: Mapping[str, Any],
+    reference: Mapping[str, Any],
+    reference_cases: Dataset,
+    change: PolicyChange,
+) -> None:
+    """What the pull request's ragproof.yaml and dataset change against the reference."""
+    change.keys = key_changes(reference, pull_data)
+    try:
+        pull_cases = load_dataset(pull.resolve(pull.dataset), pull.dataset_version)
+    except DataError as exc:
+        change.problems.append(f"The pull request's dataset cannot be read: {exc}")
+    else:
+        case_changes(reference_cases, pull_cases, change)
+
+
+def _baseline_sections(data: dict[str, Any], recorded: Mapping[str, Any]) -> None:
+    """The policy sections replaced by the baseline's recorded ones (absent there: removed)."""
+    for section in POLICY_KEYS:
+        if section in recorded:
+            data[section] = recorded[section]
+        else:
+            data.pop(section, None)
+
+
+def _trusted_ground(data: dict[str, Any], judge: Mapping[str, Any], store_dir: Path) -> str:
+    """The workflow's judge endpoint over the judge section, the run store and judge cache in
+    ``store_dir``; returns the judge key's variable name in effect."""
+    judge_section = dict(data.get("judge") or {})
+    judge_section.update(judge)
+    judge_section["cache_path"] = None  # the judge cache lives in the store, in store_dir
+    data["judge"] = judge_section
+    data["run"] = {**(data.get("run") or {}), "store": str(store_dir / "store.sqlite")}
+    return str(judge_section.get("api_key_env") or "OPENAI_API_KEY")
+
+
+def _trusted_passthrough(
+    names: list[str], recorded: Mapping[str, Any] | None, change: PolicyChange
+) -> list[str]:
+    """With a baseline's recorded configuration, only the names it passes itself (an addition is
+    reported and ignored until merged); without one, ``names`` as they are."""
+    if recorded is None:
+        return names
+    trusted = set((recorded.get("adapter") or {}).get("env_passthrough") or [])
+    added = [name for name in names if name not in trusted]
+    if added:
+        change.problems.append(
+            f"adapter.env_passthrough adds {', '.join(added)}, which the baseline's configuration does not "
+            "pass to the pipeline: ignored until merged."
+        )
+    return [name for name in names if name in trusted]
+
+
 def trusted_policy(
     pull: Config,
     baseline: RunArtifact | None,
@@ -214,45 +308,15 @@ def trusted_policy(
     """
     pull_data = pull.model_dump(mode="json")
     change = PolicyChange()
-    recorded = baseline.meta.config if baseline is not None else None
-    cases = baseline.cases if baseline is not None else None
     data = dict(pull_data)
     dataset: Dataset | None = None
-    from_baseline = baseline is not None and recorded is not None and cases is not None
+    cases = baseline.cases if baseline is not None else None
+    recorded = baseline.meta.config if baseline is not None and cases is not None else None
     if baseline is not None and recorded is not None and cases is not None:
-        for section in POLICY_KEYS:
-            if section in recorded:
-                data[section] = recorded[section]
-            else:
-                data.pop(section, None)
-        dataset = Dataset(
-            path=str(recorded.get("dataset", baseline.meta.dataset.path)),
-            cases=cases,
-            sha256=baseline.meta.dataset.sha256,
-            version=baseline.meta.dataset.version,
-        )
-        reference, reference_cases = recorded, dataset
-        if compared is not None and compared is not baseline:
-            since = PolicyChange()
-            if compared.meta.config is not None and compared.cases is not None:
-                reference = compared.meta.config
-                reference_cases = Dataset(dataset.path, compared.cases, compared.meta.dataset.sha256)
-                since.keys = key_changes(reference, recorded)
-                case_changes(reference_cases, dataset, since)
-            else:
-                since.problems.append(
-                    f"The baseline compared with (run {compared.meta.run_id}) records no configuration or "
-                    "dataset (written by an older ragproof): the pull request's changes are measured against "
-                    "the newest baseline."
-                )
-            change.since, change.since_run = since, compared.meta.run_id
-        change.keys = key_changes(reference, pull_data)
-        try:
-            pull_cases = load_dataset(pull.resolve(pull.dataset), pull.dataset_version)
-        except DataError as exc:
-            change.problems.append(f"The pull request's dataset cannot be read: {exc}")
-        else:
-            case_changes(reference_cases, pull_cases, change)
+        _baseline_sections(data, recorded)
+        dataset = _recorded_dataset(baseline, recorded, cases)
+        reference, reference_cases = _reference(baseline, recorded, dataset, compared, change)
+        _pull_changes(pull, pull_data, reference, reference_cases, change)
     else:
         if baseline is not None:
             change.problems.append(
@@ -262,26 +326,12 @@ def trusted_policy(
             )
         # the judge's endpoint and key never come from the pull request's file
         data["judge"] = {k: v for k, v in pull_data["judge"].items() if k not in JUDGE_ENDPOINT}
-    judge_section = dict(data.get("judge") or {})
-    judge_section.update(judge)
-    judge_section["cache_path"] = None  # the judge cache lives in the store, in store_dir
-    data["judge"] = judge_section
-    data["run"] = {**(data.get("run") or {}), "store": str(store_dir / "store.sqlite")}
-    effective_judge_key = str(judge_section.get("api_key_env") or "OPENAI_API_KEY")
+    effective_judge_key = _trusted_ground(data, judge, store_dir)
     adapter = dict(data["adapter"])
     names = _passthrough(
         list(adapter.get("env_passthrough") or []), effective_judge_key, pull.judge.api_key_env, change
     )
-    if from_baseline and recorded is not None:
-        trusted = set((recorded.get("adapter") or {}).get("env_passthrough") or [])
-        added = [name for name in names if name not in trusted]
-        if added:
-            change.problems.append(
-                f"adapter.env_passthrough adds {', '.join(added)}, which the baseline's configuration does not "
-                "pass to the pipeline: ignored until merged."
-            )
-        names = [name for name in names if name in trusted]
-    adapter["env_passthrough"] = names
+    adapter["env_passthrough"] = _trusted_passthrough(names, recorded, change)
     data["adapter"] = adapter
     config = validated(Config, data, "policy from the baseline run (run.json config)", UsageError)
     config.base_dir = pull.base_dir
