@@ -33,28 +33,15 @@ def comparison_verdict(gates: Sequence[GateResult], *, nothing_compared: bool) -
     on evidence, else ``no_regression_detected``. ``worse`` lists the unconfirmed worse gates
     whatever the decision; ``ruled_out`` and ``cases_needed`` describe the ``all`` quality gates.
     """
-    counted = [g for g in gates if g.gating and g.counts]
     worse = sorted(
         (g for g in gates if g.gating and g.cause in UNCONFIRMED_WORSE),
         key=lambda g: (g.hi if g.hi is not None else 0.0, g.metric, g.slice),
     )
     quality = [g for g in gates if g.gating and g.metric != FAILURE_RATE_METRIC and g.decision != "skipped"]
-    decision: Outcome
-    if any(g.decision == "block" for g in counted):
-        decision, cause = "block", VerdictCause.BLOCK
-    elif any(g.decision == "review" for g in counted):
-        decision, cause = "review", VerdictCause.REVIEW
-    elif nothing_compared:
-        decision, cause = "none", VerdictCause.NOTHING_COMPARED
-    elif worse:
-        decision, cause = "pass", VerdictCause.WORSE_UNCONFIRMED
-    elif quality and all(g.decision == "pass" and g.cause != GateCause.NO_CASE_CHANGED for g in quality):
-        decision, cause = "pass", VerdictCause.VERIFIED_WITHIN_MARGIN
-    else:
-        decision, cause = "pass", VerdictCause.NO_REGRESSION_DETECTED
-    whole = [g for g in quality if g.slice == ALL_SLICE and g.lo is not None]
-    ruled_out = max((max(0.0, -g.lo) for g in whole if g.lo is not None), default=None)
-    needed = [g.pairs_needed for g in whole if g.decision != "pass" and g.pairs_needed is not None]
+    decision, cause = _outcome(
+        [g for g in gates if g.gating and g.counts], worse, quality, nothing_compared=nothing_compared
+    )
+    ruled_out, cases_needed = _whole_dataset(quality)
     return Verdict(
         decision=decision,
         cause=cause,
@@ -62,8 +49,38 @@ def comparison_verdict(gates: Sequence[GateResult], *, nothing_compared: bool) -
         comparison_cause=cause,
         worse=[GateRef.of(g) for g in worse],
         ruled_out=ruled_out,
-        cases_needed=max(needed, default=None),
+        cases_needed=cases_needed,
     )
+
+
+def _outcome(
+    counted: Sequence[GateResult],
+    worse: Sequence[GateResult],
+    quality: Sequence[GateResult],
+    *,
+    nothing_compared: bool,
+) -> tuple[Outcome, VerdictCause]:
+    """The decision and its cause, first rule that holds (see :func:`comparison_verdict`)."""
+    if any(g.decision == "block" for g in counted):
+        return "block", VerdictCause.BLOCK
+    if any(g.decision == "review" for g in counted):
+        return "review", VerdictCause.REVIEW
+    if nothing_compared:
+        return "none", VerdictCause.NOTHING_COMPARED
+    if worse:
+        return "pass", VerdictCause.WORSE_UNCONFIRMED
+    if quality and all(g.decision == "pass" and g.cause != GateCause.NO_CASE_CHANGED for g in quality):
+        return "pass", VerdictCause.VERIFIED_WITHIN_MARGIN
+    return "pass", VerdictCause.NO_REGRESSION_DETECTED
+
+
+def _whole_dataset(quality: Sequence[GateResult]) -> tuple[float | None, int | None]:
+    """Over the ``all`` quality gates with an interval: the largest drop ruled out,
+    ``max(0, -lo)``, and the most pairs a gate that did not pass would need (None: none)."""
+    whole = [g for g in quality if g.slice == ALL_SLICE and g.lo is not None]
+    ruled_out = max((max(0.0, -g.lo) for g in whole if g.lo is not None), default=None)
+    needed = [g.pairs_needed for g in whole if g.decision != "pass" and g.pairs_needed is not None]
+    return ruled_out, max(needed, default=None)
 
 
 def final_verdict(verdict: Verdict, *, policy_changed: bool, accepted: Accepted | None) -> Verdict:
