@@ -10,6 +10,8 @@ their medium (Markdown, HTML, plain text).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gate.decision.comparison import Comparison, GateRef, GateResult, Verdict
 from gate.decision.decide import GateCause, VerdictCause
 from gate.report.templating import fmt_interval, fmt_num, fmt_signed
@@ -134,8 +136,6 @@ def why_line(comparison: Comparison, level: str | None = None) -> str:
 
 def _why(comparison: Comparison, cause: VerdictCause, decision: str, level: str) -> str:
     verdict = comparison.verdict
-    settings = comparison.settings
-    gating = comparison.gating()
     if cause == VerdictCause.NOTHING_COMPARED:
         return f"{comparison.overall_reason or 'nothing could be compared'}; no gate was decided, so this is not a pass."
     if cause == VerdictCause.ACCEPTED:
@@ -150,44 +150,69 @@ def _why(comparison: Comparison, cause: VerdictCause, decision: str, level: str)
             "the pull request changes the gate's policy or dataset, so a maintainer must look; "
             f"the data alone: {reason}"
         )
-    if cause == VerdictCause.BLOCK:
-        blocks = [g for g in gating if g.decision == "block"]
-        g = min(blocks, key=lambda x: (x.delta if x.delta is not None else 0.0, x.metric, x.slice))
-        if g.cause in (GateCause.BELOW_FLOOR, GateCause.ABOVE_CEILING):
-            return (
-                f"{g.metric} on {g.slice} is {gate_phrase(g)}: the candidate's {level} interval "
-                f"[{fmt_num(g.candidate_lo)}, {fmt_num(g.candidate_hi)}] lies wholly beyond it."
-            )
-        more = f"; {len(blocks)} gates block" if len(blocks) > 1 else ""
+    explain = _DATA_CAUSES.get(cause)
+    if explain is not None:
+        return explain(comparison, level)
+    return f"nothing was verified at the margin: {_ruled_out(verdict, comparison.settings.margin)}."
+
+
+def _why_block(comparison: Comparison, level: str) -> str:
+    """The largest drop among the blocking gates (a floor or ceiling crossed says so)."""
+    blocks = [g for g in comparison.gating() if g.decision == "block"]
+    g = min(blocks, key=lambda x: (x.delta if x.delta is not None else 0.0, x.metric, x.slice))
+    if g.cause in (GateCause.BELOW_FLOOR, GateCause.ABOVE_CEILING):
         return (
-            f"{g.metric} on {g.slice} dropped: Δ {fmt_signed(g.delta)}, {level} interval "
-            f"{fmt_interval(g.lo, g.hi)} lies wholly below zero, and so does its family-wise bound "
-            f"over {_family(settings.family_size)}{more}."
+            f"{g.metric} on {g.slice} is {gate_phrase(g)}: the candidate's {level} interval "
+            f"[{fmt_num(g.candidate_lo)}, {fmt_num(g.candidate_hi)}] lies wholly beyond it."
         )
-    if cause == VerdictCause.REVIEW:
-        reviews = [g for g in gating if g.decision == "review" and g.counts]
-        g = min(reviews, key=lambda x: (x.hi if x.hi is not None else 0.0, x.metric, x.slice))
-        count = len(reviews)
-        head = f"nothing blocks, but {count} gate{'s need' if count != 1 else ' needs'} a look"
-        return f"{head}: {_gate_text(g, level)} {_review_phrase(g)}."
-    if cause == VerdictCause.WORSE_UNCONFIRMED:
-        count = len(verdict.worse)
-        if count == 1:
-            return (
-                f"nothing blocks or needs review, but {_gate_text(verdict.worse[0], level)} is worse on its "
-                f"own evidence: its interval lies wholly below zero, which is not significant across the "
-                f"family of {_family(settings.family_size)}."
-            )
+    more = f"; {len(blocks)} gates block" if len(blocks) > 1 else ""
+    return (
+        f"{g.metric} on {g.slice} dropped: Δ {fmt_signed(g.delta)}, {level} interval "
+        f"{fmt_interval(g.lo, g.hi)} lies wholly below zero, and so does its family-wise bound "
+        f"over {_family(comparison.settings.family_size)}{more}."
+    )
+
+
+def _why_review(comparison: Comparison, level: str) -> str:
+    """How many counted gates review, and the one whose interval reaches lowest."""
+    reviews = [g for g in comparison.gating() if g.decision == "review" and g.counts]
+    g = min(reviews, key=lambda x: (x.hi if x.hi is not None else 0.0, x.metric, x.slice))
+    count = len(reviews)
+    head = f"nothing blocks, but {count} gate{'s need' if count != 1 else ' needs'} a look"
+    return f"{head}: {_gate_text(g, level)} {_review_phrase(g)}."
+
+
+def _why_worse(comparison: Comparison, level: str) -> str:
+    """Gates worse on their own evidence, not across the family (the surest first)."""
+    worse, family = comparison.verdict.worse, _family(comparison.settings.family_size)
+    if len(worse) == 1:
         return (
-            f"nothing blocks or needs review, but {count} gates are worse on their own evidence: each "
-            f"interval lies wholly below zero, which is not significant across the family of "
-            f"{_family(settings.family_size)}; the surest is {_gate_text(verdict.worse[0], level)}."
+            f"nothing blocks or needs review, but {_gate_text(worse[0], level)} is worse on its "
+            f"own evidence: its interval lies wholly below zero, which is not significant across the "
+            f"family of {family}."
         )
-    if cause == VerdictCause.VERIFIED_WITHIN_MARGIN:
-        decided = sum(1 for g in gating if g.decision == "pass")
-        subject = "the one decided gate stays" if decided == 1 else f"all {decided} decided gates stay"
-        return f"{subject} above −margin {settings.margin:g} at {level}: verified on cases that changed."
-    return f"nothing was verified at the margin: {_ruled_out(verdict, settings.margin)}."
+    return (
+        f"nothing blocks or needs review, but {len(worse)} gates are worse on their own evidence: each "
+        f"interval lies wholly below zero, which is not significant across the family of "
+        f"{family}; the surest is {_gate_text(worse[0], level)}."
+    )
+
+
+def _why_verified(comparison: Comparison, level: str) -> str:
+    decided = sum(1 for g in comparison.gating() if g.decision == "pass")
+    subject = "the one decided gate stays" if decided == 1 else f"all {decided} decided gates stay"
+    return (
+        f"{subject} above −margin {comparison.settings.margin:g} at {level}: verified on cases that changed."
+    )
+
+
+# What the data alone decided, one sentence per cause (the rest: nothing verified at the margin).
+_DATA_CAUSES: dict[VerdictCause, Callable[[Comparison, str], str]] = {
+    VerdictCause.BLOCK: _why_block,
+    VerdictCause.REVIEW: _why_review,
+    VerdictCause.WORSE_UNCONFIRMED: _why_worse,
+    VerdictCause.VERIFIED_WITHIN_MARGIN: _why_verified,
+}
 
 
 def _family(size: int) -> str:
