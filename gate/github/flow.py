@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.core.environment import Environment
 from gate.core.errors import EXIT_FAILURE_RATE, EXIT_OK, DataError, NotComparableError, UsageError
@@ -59,6 +60,9 @@ from gate.github.pulls import pull_for_run
 from gate.github.workflow import WorkflowCommands
 from gate.model.artifact import RunArtifact
 from gate.model.config import Config
+
+if TYPE_CHECKING:
+    from gate.decision.comparison import Comparison
 
 HOW_TO_MAKE_A_BASELINE = (
     "To make one, run this workflow on a push to the default branch with a step that uploads "
@@ -302,84 +306,124 @@ class ActionFlow:
         *,
         candidate_path: str | None = None,
     ) -> Result:
-        from gate.decision.compare import compare_runs
-        from gate.report.cases import PairedCases
-        from gate.report.markdown import (
-            check_title,
-            render_gate_table,
-            render_markdown,
-            render_no_baseline,
-            render_not_comparable,
-        )
-
-        context = self.publisher.context(search)
-        fail_on = self.inputs.fail_on or policy.config.gate.fail_on
+        """Compare ``candidate`` with the baseline found, under the trusted policy, and publish
+        the result: no baseline, not comparable, or decided (with any acceptance)."""
         change_notes = policy.change.notes()
-        if change_notes:
-            for line in change_notes:
-                self.commands.warning(line, title="ragproof: policy change")
+        for line in change_notes:
+            self.commands.warning(line, title="ragproof: policy change")
         result: Result
         if search.baseline is None:
-            how = HOW_TO_MAKE_A_BASELINE.format(artifact=self.inputs.baseline_artifact)
-            body = render_no_baseline(candidate, context=context)
-            report = (
-                body.rstrip()
-                + "\n"
-                + self.publisher.notes(search, f"No baseline yet: {search.reason}. {how}", NO_BASELINE_CHECK)
-            )
-            result = Result.no_baseline(report, f"{self.inputs.check_name}: no baseline yet", search)
+            result = self._no_baseline(candidate, search)
         else:
-            try:
-                comparison = compare_runs(
-                    search.baseline.artifact,
-                    candidate,
-                    policy.config.gate,
-                    allow_mixed_judges=self.inputs.allow_mixed_judges,
-                )
-            except NotComparableError as exc:
-                report = render_not_comparable(str(exc), context=context)
-                self.commands.error(str(exc), title="ragproof")
-                result = Result.not_comparable(report, f"{self.inputs.check_name}: not comparable", search)
+            baseline = search.baseline.artifact
+            compared = self._compare(baseline, candidate, search, policy)
+            if isinstance(compared, Result):
+                result = compared
             else:
-                # What the gate found: the data, then a policy change (never a silent pass).
-                found = final_verdict(comparison.verdict, policy_changed=policy.change.changed, accepted=None)
-                comparison = comparison.model_copy(update={"overall": found.decision, "verdict": found})
-                decides = found.decision in ("review", "block")
-                # A label applied while the commit passes is recorded too: a later run of the same
-                # commit that reviews (against a newer baseline, say) keeps the acceptance.
-                # (The fork-safe pair's trigger lists runs: only asked when an acceptance matters.)
-                trigger = self.plan.trigger(candidate_path if decides else None)
-                accepted = self.acceptance(target, trigger) if decides or trigger.labeled_by else None
-                first = [*change_notes]
-                if decides and accepted is not None and accepted.note():
-                    first.insert(0, accepted.note() or "")
-                paired = PairedCases(comparison, search.baseline.artifact, candidate)
-                report = render_markdown(comparison, context=context, paired=paired) + self.publisher.notes(
-                    search, *first
+                result = self._decided(
+                    compared, baseline, candidate, target, search, policy, change_notes, candidate_path
                 )
-                title = check_title(comparison)
-                result = Result.decided(
-                    found.decision,
-                    fail_on,
-                    report,
-                    title,
-                    search,
-                    self.inputs.review_conclusion,
-                    text=render_gate_table(comparison, paired=paired),
-                )
-                if accepted is not None and accepted.accepted and accepted.actor:
-                    final = final_verdict(
-                        comparison.verdict,
-                        policy_changed=policy.change.changed,
-                        accepted=Accepted(accepted.actor, target.head_sha),
-                    )
-                    if final.cause == VerdictCause.ACCEPTED:
-                        result.accept(accepted.actor, f"✅ Accepted by {accepted.actor} · {title}")
-                    # the record that lets a later run of this same commit keep the acceptance
-                    tag = marker(self.inputs.check_name)
-                    result.report = with_record(result.report, tag, target.head_sha, accepted.actor)
-                elif decides and accepted is not None and accepted.actor is not None:
-                    self.commands.notice(accepted.note() or "", title="ragproof")
         result.outputs["policy-changed"] = "true" if policy.change.changed else "false"
         self.publisher.publish(result, target)
         return result
+
+    def _no_baseline(self, candidate: RunArtifact, search: BaselineSearch) -> Result:
+        """The candidate's scores alone, with how to record a first baseline."""
+        from gate.report.markdown import render_no_baseline
+
+        how = HOW_TO_MAKE_A_BASELINE.format(artifact=self.inputs.baseline_artifact)
+        body = render_no_baseline(candidate, context=self.publisher.context(search))
+        report = (
+            body.rstrip()
+            + "\n"
+            + self.publisher.notes(search, f"No baseline yet: {search.reason}. {how}", NO_BASELINE_CHECK)
+        )
+        return Result.no_baseline(report, f"{self.inputs.check_name}: no baseline yet", search)
+
+    def _compare(
+        self, baseline: RunArtifact, candidate: RunArtifact, search: BaselineSearch, policy: TrustedPolicy
+    ) -> Comparison | Result:
+        """The runs' comparison, or the not-comparable result (with an error line) when they
+        cannot be compared."""
+        from gate.decision.compare import compare_runs
+        from gate.report.markdown import render_not_comparable
+
+        try:
+            comparison = compare_runs(
+                baseline, candidate, policy.config.gate, allow_mixed_judges=self.inputs.allow_mixed_judges
+            )
+        except NotComparableError as exc:
+            report = render_not_comparable(str(exc), context=self.publisher.context(search))
+            self.commands.error(str(exc), title="ragproof")
+            return Result.not_comparable(report, f"{self.inputs.check_name}: not comparable", search)
+        return comparison
+
+    def _decided(
+        self,
+        comparison: Comparison,
+        baseline: RunArtifact,
+        candidate: RunArtifact,
+        target: Target,
+        search: BaselineSearch,
+        policy: TrustedPolicy,
+        change_notes: list[str],
+        candidate_path: str | None,
+    ) -> Result:
+        """What the gate found: the data, then a policy change (never a silent pass), then an
+        acceptance where one applies."""
+        from gate.report.cases import PairedCases
+        from gate.report.markdown import check_title, render_gate_table, render_markdown
+
+        found = final_verdict(comparison.verdict, policy_changed=policy.change.changed, accepted=None)
+        comparison = comparison.model_copy(update={"overall": found.decision, "verdict": found})
+        decides = found.decision in ("review", "block")
+        accepted = self._label(target, decides, candidate_path)
+        note = accepted.note() if decides and accepted is not None else None
+        first = [note, *change_notes] if note else [*change_notes]
+        paired = PairedCases(comparison, baseline, candidate)
+        report = render_markdown(comparison, context=self.publisher.context(search), paired=paired)
+        title = check_title(comparison)
+        result = Result.decided(
+            found.decision,
+            self.inputs.fail_on or policy.config.gate.fail_on,
+            report + self.publisher.notes(search, *first),
+            title,
+            search,
+            self.inputs.review_conclusion,
+            text=render_gate_table(comparison, paired=paired),
+        )
+        if accepted is not None and accepted.accepted and accepted.actor:
+            self._record_acceptance(result, comparison, policy, target, accepted.actor, title)
+        elif decides and accepted is not None and accepted.actor is not None:
+            self.commands.notice(accepted.note() or "", title="ragproof")
+        return result
+
+    def _label(self, target: Target, decides: bool, candidate_path: str | None) -> Acceptance | None:
+        """The accept label's state, when it matters: the verdict decides (review or block), or
+        the triggering event applied a label."""
+        # A label applied while the commit passes is recorded too: a later run of the same
+        # commit that reviews (against a newer baseline, say) keeps the acceptance.
+        # (The fork-safe pair's trigger lists runs: only asked when an acceptance matters.)
+        trigger = self.plan.trigger(candidate_path if decides else None)
+        return self.acceptance(target, trigger) if decides or trigger.labeled_by else None
+
+    def _record_acceptance(
+        self,
+        result: Result,
+        comparison: Comparison,
+        policy: TrustedPolicy,
+        target: Target,
+        actor: str,
+        title: str,
+    ) -> None:
+        """An accept label applies: the verdict says so where it decides, and the report carries
+        the record that lets a later run of this same commit keep the acceptance."""
+        final = final_verdict(
+            comparison.verdict,
+            policy_changed=policy.change.changed,
+            accepted=Accepted(actor, target.head_sha),
+        )
+        if final.cause == VerdictCause.ACCEPTED:
+            result.accept(actor, f"✅ Accepted by {actor} · {title}")
+        tag = marker(self.inputs.check_name)
+        result.report = with_record(result.report, tag, target.head_sha, actor)
