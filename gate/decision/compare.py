@@ -51,6 +51,7 @@ from gate.decision.decide import (
 from gate.decision.pairing import Direction, Pairing, feasible, metric_direction, pair_runs
 from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
+from gate.metrics.base import MetricSpec
 from gate.model.artifact import Row, RunArtifact
 from gate.model.config import GateConfig
 from gate.model.slices import ALL_SLICE, slice_gates
@@ -163,16 +164,11 @@ def _unscored(
     """Gating metrics with no column (scored in neither run): the runs' own, then those the
     gate section names (``gate.include`` entries, ``gate.metrics`` keys) that neither run has."""
     specs = registry()
-    # Skipped by design, not missing: judge metrics of runs without a judge ("no judge
-    # configured"), composites of runs without composite.weights ("not configured").
     judged = bool(baseline.meta.judge.model or candidate.meta.judge.model)
     weighted = any(_composite_weighted(run) for run in (baseline, candidate))
     out = []
     for name in names:
-        spec = specs.get(name)
-        if spec is not None and spec.kind == "judge" and not judged:
-            continue
-        if name.startswith("composite.") and not weighted:
+        if _skipped_by_design(name, specs.get(name), judged=judged, weighted=weighted):
             continue
         policy = _policy(name, metric_direction(name, baseline, candidate), gate_config)
         if policy.gated and name not in columns_of:
@@ -181,6 +177,14 @@ def _unscored(
     named += [n for n, o in gate_config.metrics.items() if o.gate]
     out += [n for n in dict.fromkeys(named) if n != FAILURE_RATE_METRIC and n not in names]
     return out
+
+
+def _skipped_by_design(name: str, spec: MetricSpec | None, *, judged: bool, weighted: bool) -> bool:
+    """Skipped by design, not missing: a judge metric of runs without a judge ("no judge
+    configured"), a composite of runs without composite.weights ("not configured")."""
+    if spec is not None and spec.kind == "judge" and not judged:
+        return True
+    return name.startswith("composite.") and not weighted
 
 
 def _composite_weighted(run: RunArtifact) -> bool:
@@ -443,6 +447,79 @@ def _finite(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
+def _batch_columns(
+    batch: list[_Gate], pairs: list[int], columns_of: dict[str, MetricColumns], floor: int
+) -> tuple[list[np.ndarray], dict[int, tuple[int | None, int | None]]]:
+    """Each gate's oriented differences on its cases (all NaN below the pairs floor), then the
+    candidate levels of gates with a floor and the negated levels of those with a ceiling,
+    with where those level columns are (see :class:`_Batch`)."""
+    nothing = np.full(batch[0].mask.size, np.nan)
+    columns = [
+        np.where(g.mask, columns_of[g.policy.name].diff, np.nan) if p >= floor else nothing
+        for g, p in zip(batch, pairs, strict=True)
+    ]
+    level_cols: dict[int, tuple[int | None, int | None]] = {}
+    for i, g in enumerate(batch):
+        if pairs[i] < floor or (g.policy.floor is None and g.policy.ceiling is None):
+            continue
+        values = np.where(g.mask, columns_of[g.policy.name].candidate, np.nan)
+        low = high = None
+        if g.policy.floor is not None:
+            low = len(columns)
+            columns.append(values)
+        if g.policy.ceiling is not None:
+            high = len(columns)
+            columns.append(-values)
+        level_cols[i] = (low, high)
+    return columns, level_cols
+
+
+def _review_keys(
+    batch: list[_Gate],
+    pairs: list[int],
+    floor: int,
+    matrix: np.ndarray,
+    p_values: np.ndarray,
+    family: _Family,
+) -> list[bytes | None]:
+    """Each gating gate with enough pairs enters the review family with its drop p-value, under
+    its column's bytes (identical columns count once); None for the others."""
+    keys: list[bytes | None] = []
+    for i, g in enumerate(batch):
+        key = None
+        if g.gating and pairs[i] >= floor:
+            key = np.ascontiguousarray(matrix[:, i]).tobytes()
+            family.test(key, float(p_values[i]), g.key == ALL_SLICE)
+        keys.append(key)
+    return keys
+
+
+def _family_scale(
+    batch: list[_Gate],
+    pairs: list[int],
+    floor: int,
+    matrix: np.ndarray,
+    facts: ColumnFacts,
+    level_cols: dict[int, tuple[int | None, int | None]],
+    family: _Family,
+) -> np.ndarray:
+    """Per column, 1/se for the block family's max-statistic: the columns of gating gates with
+    enough pairs (their level columns with them) join the family; 0 for the others."""
+    owner = {j: i for i, cols in level_cols.items() for j in cols if j is not None}
+    scale = np.zeros(matrix.shape[1])
+    for j in range(matrix.shape[1]):
+        i = owner.get(j, j)
+        if not batch[i].gating or pairs[i] < floor:
+            continue
+        family.seen.add(np.ascontiguousarray(matrix[:, j]).tobytes())
+        se = float(facts.se[j])
+        # A column without spread (every pair changed alike) counts in the family but has no
+        # standardised deviation to add to the max-statistic.
+        if math.isfinite(se) and se > 0:
+            scale[j] = 1.0 / se
+    return scale
+
+
 def _prepare_batch(
     batch: list[_Gate],
     columns_of: dict[str, MetricColumns],
@@ -461,48 +538,13 @@ def _prepare_batch(
     with their drop p-values. Identical columns (``all`` and ``kind=qa`` when every case is qa,
     two metrics that always agree) count once in both.
     """
-    n = batch[0].mask.size
     pairs = [int(g.mask.sum()) for g in batch]
-    nothing = np.full(n, np.nan)
-    columns = [
-        np.where(g.mask, columns_of[g.policy.name].diff, np.nan) if p >= floor else nothing
-        for g, p in zip(batch, pairs, strict=True)
-    ]
-    level_cols: dict[int, tuple[int | None, int | None]] = {}
-    for i, g in enumerate(batch):
-        if pairs[i] < floor or (g.policy.floor is None and g.policy.ceiling is None):
-            continue
-        values = np.where(g.mask, columns_of[g.policy.name].candidate, np.nan)
-        low = high = None
-        if g.policy.floor is not None:
-            low = len(columns)
-            columns.append(values)
-        if g.policy.ceiling is not None:
-            high = len(columns)
-            columns.append(-values)
-        level_cols[i] = (low, high)
+    columns, level_cols = _batch_columns(batch, pairs, columns_of, floor)
     matrix = np.column_stack(columns)
     facts = column_facts(matrix, clusters=clusters, method=cfg.interval)
     p_values = drop_p_values(facts)
-    keys: list[bytes | None] = []
-    for i, g in enumerate(batch):
-        key = None
-        if g.gating and pairs[i] >= floor:
-            key = np.ascontiguousarray(matrix[:, i]).tobytes()
-            family.test(key, float(p_values[i]), g.key == ALL_SLICE)
-        keys.append(key)
-    owner = {j: i for i, cols in level_cols.items() for j in cols if j is not None}
-    scale = np.zeros(matrix.shape[1])
-    for j in range(matrix.shape[1]):
-        i = owner.get(j, j)
-        if not batch[i].gating or pairs[i] < floor:
-            continue
-        family.seen.add(np.ascontiguousarray(matrix[:, j]).tobytes())
-        se = float(facts.se[j])
-        # A column without spread (every pair changed alike) counts in the family but has no
-        # standardised deviation to add to the max-statistic.
-        if math.isfinite(se) and se > 0:
-            scale[j] = 1.0 / se
+    keys = _review_keys(batch, pairs, floor, matrix, p_values, family)
+    scale = _family_scale(batch, pairs, floor, matrix, facts, level_cols, family)
     in_family = cfg.family_wise and bool(np.any(scale > 0))
     boot = None
     if in_family or facts.needs_bootstrap():
@@ -517,6 +559,60 @@ def _prepare_batch(
         )
         family.add(boot.family_max)
     return _Batch(batch, pairs, facts, boot, level_cols, p_values[: len(batch)], keys)
+
+
+def _common_fields(g: _Gate, cols: MetricColumns, n_pairs: int) -> dict[str, Any]:
+    """The fields every gate's result has, decided or skipped: what and where, the runs' means."""
+    p = g.policy
+    return dict(
+        metric=p.name,
+        slice=g.key,
+        gating=g.gating,
+        higher_is_better=p.higher_is_better,
+        n=n_pairs,
+        baseline_mean=_finite(float(np.nanmean(cols.baseline[g.mask]))) if n_pairs else None,
+        candidate_mean=_finite(float(np.nanmean(cols.candidate[g.mask]))) if n_pairs else None,
+        margin=p.margin,
+        floor=p.floor,
+        ceiling=p.ceiling,
+        note=p.note,
+    )
+
+
+def _level(
+    where: tuple[int | None, int | None] | None,
+    lo_all: np.ndarray,
+    hi_all: np.ndarray,
+    block_all: np.ndarray,
+    value_range: tuple[float, float] | None,
+    p: MetricPolicy,
+) -> tuple[float | None, float | None, str | None, Literal["floor", "ceiling"] | None]:
+    """A gate's candidate-level interval, and a floor or ceiling its family-wise bound crosses
+    (the reason and which), from its level columns ``where`` (None: the gate has neither)."""
+    if where is None:
+        return None, None, None, None
+    low, high = where
+    cand_lo = cand_hi = None
+    if low is not None:
+        cand_lo, cand_hi = feasible(float(lo_all[low]), float(hi_all[low]), value_range, level=True)
+    if high is not None:
+        cand_lo, cand_hi = feasible(-float(hi_all[high]), -float(lo_all[high]), value_range, level=True)
+    bounds = (
+        -float(block_all[high]) if high is not None else cand_lo,
+        float(block_all[low]) if low is not None else cand_hi,
+    )
+    breach = level_breach(*bounds, p.floor, p.ceiling)
+    if not breach:
+        return cand_lo, cand_hi, None, None
+    return cand_lo, cand_hi, breach, "floor" if level_breach(*bounds, p.floor, None) else "ceiling"
+
+
+def _mde(factor: float, null_sd: float, null_deff: float, n_pairs: int) -> float | None:
+    """The drop that blocks with 80% power, ``factor * sd0 / sqrt(n)`` with ``sd0`` the spread
+    under no change times the root design effect (a regression cannot inflate it); None when
+    nothing changed (``sd0`` zero or undefined)."""
+    sd0 = null_sd * math.sqrt(null_deff)
+    return _finite(factor * sd0 / math.sqrt(n_pairs)) if math.isfinite(sd0) and sd0 > 0 else None
 
 
 def _decide_batch(
@@ -551,19 +647,7 @@ def _decide_batch(
         p = g.policy
         cols = columns_of[p.name]
         n_pairs = batch.pairs[i]
-        common: dict[str, Any] = dict(
-            metric=p.name,
-            slice=g.key,
-            gating=g.gating,
-            higher_is_better=p.higher_is_better,
-            n=n_pairs,
-            baseline_mean=_finite(float(np.nanmean(cols.baseline[g.mask]))) if n_pairs else None,
-            candidate_mean=_finite(float(np.nanmean(cols.candidate[g.mask]))) if n_pairs else None,
-            margin=p.margin,
-            floor=p.floor,
-            ceiling=p.ceiling,
-            note=p.note,
-        )
+        common = _common_fields(g, cols, n_pairs)
         skipped = skip_reason(n_pairs, floor)
         if skipped:
             delta = _finite(float(np.mean(cols.diff[g.mask]))) if n_pairs else None
@@ -596,26 +680,10 @@ def _decide_batch(
             pairs_needed=pairs_to_pass,
         )
         family_block = decision == "block"
-        breach_kind: Literal["floor", "ceiling"] | None = None
-        cand_lo = cand_hi = None
-        if i in batch.level_cols:
-            low, high = batch.level_cols[i]
-            if low is not None:
-                cand_lo, cand_hi = feasible(
-                    float(lo_all[low]), float(hi_all[low]), cols.value_range, level=True
-                )
-            if high is not None:
-                cand_lo, cand_hi = feasible(
-                    -float(hi_all[high]), -float(lo_all[high]), cols.value_range, level=True
-                )
-            bounds = (
-                -float(block_all[high]) if high is not None else cand_lo,
-                float(block_all[low]) if low is not None else cand_hi,
-            )
-            breach = level_breach(*bounds, p.floor, p.ceiling)
-            if breach:
-                decision, reason = "block", breach
-                breach_kind = "floor" if level_breach(*bounds, p.floor, None) else "ceiling"
+        level = _level(batch.level_cols.get(i), lo_all, hi_all, block_all, cols.value_range, p)
+        cand_lo, cand_hi, breach, breach_kind = level
+        if breach:
+            decision, reason = "block", breach
         cause = gate_cause(
             decision,
             gating=g.gating,
@@ -628,10 +696,7 @@ def _decide_batch(
             confirmed=confirmed,
         )
         counts = g.gating and counts_toward_overall(decision, cause, cfg.underpowered)
-        # The drop that blocks with 80% power, from the spread under no change (a regression
-        # cannot inflate it); none when nothing improved.
-        sd0 = float(null_sd[i]) * math.sqrt(float(null_deff[i]))
-        mde = _finite(mde_factor * sd0 / math.sqrt(n_pairs)) if math.isfinite(sd0) and sd0 > 0 else None
+        mde = _mde(mde_factor, float(null_sd[i]), float(null_deff[i]), n_pairs)
         out.append(
             GateResult(
                 **common,

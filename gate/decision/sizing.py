@@ -29,20 +29,29 @@ def detectable_drop(n: int, churn: float, confidence: float = 0.95) -> float:
     return z * math.sqrt(churn / n)
 
 
-def sizing_lines(cases: Sequence[Case], gate: GateConfig) -> list[str]:
-    """One header and a line each for ``all`` and the smallest gating slice with enough cases."""
+def _slice_sizes(cases: Sequence[Case], gate: GateConfig) -> dict[str, int]:
+    """Cases per slice of the gate's slicing (``all`` included)."""
     rows = [
         Row(case_id=c.id, kind=c.kind, tags=list(c.tags), metadata=dict(c.metadata), status="ok")
         for c in cases
     ]
+    return {key: int(mask.sum()) for key, mask in slice_masks(rows, gate.slices).items()}
+
+
+def _smallest_gating(sizes: dict[str, int], gate: GateConfig) -> list[str]:
+    """The smallest gating slice other than ``all`` with at least min_pairs cases (10 when
+    unset), in a list; empty when there is none. Ties go to the first key in sort order."""
     floor = gate.min_pairs or 10
-    sizes = {key: int(mask.sum()) for key, mask in slice_masks(rows, gate.slices).items()}
-    picked = [ALL_SLICE]
     slices = sorted(
         (n, key) for key, n in sizes.items() if key != ALL_SLICE and n >= floor and slice_gates(key, gate)
     )
-    if slices:
-        picked.append(slices[0][1])
+    return [slices[0][1]] if slices else []
+
+
+def sizing_lines(cases: Sequence[Case], gate: GateConfig) -> list[str]:
+    """One header and a line each for ``all`` and the smallest gating slice with enough cases."""
+    sizes = _slice_sizes(cases, gate)
+    picked = [ALL_SLICE, *_smallest_gating(sizes, gate)]
     need = [
         int(pairs_needed(math.sqrt(c), gate.margin, ternary=True, confidence=gate.confidence)) for c in CHURNS
     ]
