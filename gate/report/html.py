@@ -25,7 +25,7 @@ from importlib.resources import files
 from gate.decision.comparison import Comparison, GateResult
 from gate.decision.decide import VerdictCause
 from gate.model.artifact import RunArtifact, error_groups
-from gate.report.cases import ExplorerCase, PairedCases, explorer_cases
+from gate.report.cases import ExplorerCase, MetricValues, PairedCases, explorer_cases
 from gate.report.markdown import (
     SEVERITY,
     SEVERITY_RANK,
@@ -85,20 +85,22 @@ def _histogram(values: list[float], lo: float, hi: float) -> list[int]:
     return counts
 
 
+def _scored_values(art: RunArtifact, name: str) -> list[float]:
+    """The run's scored values of metric ``name``, in row order."""
+    return [
+        value
+        for r in art.rows
+        if name in r.metrics
+        and r.metrics[name].status == "scored"
+        and (value := r.metrics[name].value) is not None
+    ]
+
+
 def distributions(runs: dict[str, RunArtifact], metrics: Iterable[str]) -> list[dict[str, object]]:
     """Per-metric histograms of scored values for each run, on a shared range and height."""
     out = []
     for name in metrics:
-        values: dict[str, list[float]] = {
-            role: [
-                value
-                for r in art.rows
-                if name in r.metrics
-                and r.metrics[name].status == "scored"
-                and (value := r.metrics[name].value) is not None
-            ]
-            for role, art in runs.items()
-        }
+        values = {role: _scored_values(art, name) for role, art in runs.items()}
         every = [v for vs in values.values() for v in vs]
         if not every:
             continue
@@ -188,37 +190,63 @@ def _panel_rows(gates: list[GateResult]) -> dict[str, object]:
     }
 
 
+def _panel(name: str, gates: list[GateResult]) -> dict[str, object]:
+    """One metric's panel: its worst decided gating gate sets the mark, ``key`` its place."""
+    gating = [g for g in gates if g.gating and g.decision != "skipped"]
+    worst, lowest = _panel_rank(gating)
+    return {
+        "metric": name,
+        "arrow": "" if gates[0].higher_is_better else " ↓",
+        "worst": SEVERITY[worst],
+        "icon": _panel_icon(SEVERITY[worst], gating),
+        "counts": gate_counts(gates),
+        "plot": _panel_rows(gates) if gating else None,
+        "skipped": [g for g in gates if g.gating and g.decision == "skipped"],
+        "not_gating": [g for g in gates if not g.gating],
+        "note": next((g.note for g in gates if not g.gating and g.note), None),
+        "key": (worst, lowest, name),
+    }
+
+
+def _panel_rank(gating: list[GateResult]) -> tuple[int, float]:
+    """The worst decision's severity rank among the decided gating gates (``skipped`` when
+    none) and their lowest Δ (0 when none has one)."""
+    worst = min((SEVERITY_RANK[g.decision] for g in gating), default=SEVERITY_RANK["skipped"])
+    lowest = min((g.delta for g in gating if g.delta is not None), default=0.0)
+    return worst, lowest
+
+
+def _panel_icon(worst: str, gating: list[GateResult]) -> str:
+    """The worst decision's icon; a panel whose only reviews inform is marked as informing, not
+    as a review."""
+    if worst == "review" and not any(g.decision == "review" and g.counts for g in gating):
+        return INFORM_ICON
+    return DECISION_ICON[worst]
+
+
 def metric_panels(comparison: Comparison) -> list[dict[str, object]]:
     """One panel per metric, those with a blocking gate first, then review, then the rest (by
     their lowest Δ); skipped and non-gating gates listed apart, labelled for what they are."""
     by_metric: dict[str, list[GateResult]] = {}
     for g in comparison.gates:
         by_metric.setdefault(g.metric, []).append(g)
-    panels: list[dict[str, object]] = []
-    for name, gates in by_metric.items():
-        gating = [g for g in gates if g.gating and g.decision != "skipped"]
-        worst = min((SEVERITY_RANK[g.decision] for g in gating), default=SEVERITY_RANK["skipped"])
-        lowest = min((g.delta for g in gating if g.delta is not None), default=0.0)
-        panels.append(
-            {
-                "metric": name,
-                "arrow": "" if gates[0].higher_is_better else " ↓",
-                "worst": SEVERITY[worst],
-                # a panel whose only reviews inform is marked as informing, not as a review
-                "icon": INFORM_ICON
-                if SEVERITY[worst] == "review"
-                and not any(g.decision == "review" and g.counts for g in gating)
-                else DECISION_ICON[SEVERITY[worst]],
-                "counts": gate_counts(gates),
-                "plot": _panel_rows(gates) if gating else None,
-                "skipped": [g for g in gates if g.gating and g.decision == "skipped"],
-                "not_gating": [g for g in gates if not g.gating],
-                "note": next((g.note for g in gates if not g.gating and g.note), None),
-                "key": (worst, lowest, name),
-            }
-        )
+    panels = [_panel(name, gates) for name, gates in by_metric.items()]
     panels.sort(key=lambda p: p["key"])  # type: ignore[arg-type,return-value]  # "key" holds the sortable tuple
     return panels
+
+
+def _explorer_metric(m: MetricValues) -> dict[str, object]:
+    """One metric of an explorer case: both values, Δ and its colour class."""
+    return {
+        "name": m.name,
+        "arrow": "" if m.higher_is_better else " ↓",
+        "b": fmt_num(m.baseline),
+        "c": fmt_num(m.candidate),
+        "d": fmt_signed(m.d) if m.d is not None else "",
+        "cls": "" if m.d is None or m.d == 0 else "change-worse" if m.d < 0 else "change-better",
+        # changed, or scored in one run only: shown; the rest fold away
+        "moved": m.baseline != m.candidate,
+    }
 
 
 def _explorer(comparison: Comparison, paired: PairedCases) -> dict[str, object]:
@@ -232,20 +260,7 @@ def _explorer(comparison: Comparison, paired: PairedCases) -> dict[str, object]:
                 "c": c,
                 "slice_ids": " ".join(slice_ids[k] for k in c.slices),
                 "metrics": [
-                    {
-                        "name": m.name,
-                        "arrow": "" if m.higher_is_better else " ↓",
-                        "b": fmt_num(m.baseline),
-                        "c": fmt_num(m.candidate),
-                        "d": fmt_signed(m.d) if m.d is not None else "",
-                        "cls": ""
-                        if m.d is None or m.d == 0
-                        else "change-worse"
-                        if m.d < 0
-                        else "change-better",
-                        # changed, or scored in one run only: shown; the rest fold away
-                        "moved": m.baseline != m.candidate,
-                    }
+                    _explorer_metric(m)
                     for m in c.metrics
                     if m.baseline is not None or m.candidate is not None
                 ],

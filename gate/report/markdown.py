@@ -449,6 +449,19 @@ def folded_counts(comparison: Comparison, rest: list[_Row]) -> tuple[int, int]:
     return len(gates), sum(informs_only(g) for g in gates)
 
 
+def _identities(comparison: Comparison, context: ReportContext) -> dict[str, str | None]:
+    """Which runs were compared: the context's baseline facts where it gives them (overrides),
+    else those the runs record."""
+    base = comparison.baseline
+    return {
+        "baseline_commit": (context.baseline_commit or base.commit or "unknown")[:12],
+        "baseline_run": context.baseline_run_id or base.run_id,
+        "baseline_age": context.baseline_age or _age(base.created_at, context.now),
+        "baseline_date": base.created_at[:10],
+        "candidate_commit": (comparison.candidate.commit or "unknown")[:12],
+    }
+
+
 def _comment_renderer(
     comparison: Comparison, context: ReportContext, paired: PairedCases | None
 ) -> Callable[[_Limits], str]:
@@ -467,7 +480,6 @@ def _comment_renderer(
     overflow_rows = _table_rows(overflow, scale, settings.interval)
     passing_rows = _table_rows(passing, scale, settings.interval)
     power = _power_rows(comparison)
-    base = comparison.baseline
     counts = tally(comparison)
     worse = worse_not_shown(comparison, shown_first)
     fixed = {
@@ -484,11 +496,7 @@ def _comment_renderer(
         "total": len(gates),
         "level_pct": level_pct,
         "confidence_pct": pct(settings.confidence),
-        "baseline_commit": (context.baseline_commit or base.commit or "unknown")[:12],
-        "baseline_run": context.baseline_run_id or base.run_id,
-        "baseline_age": context.baseline_age or _age(base.created_at, context.now),
-        "baseline_date": base.created_at[:10],
-        "candidate_commit": (comparison.candidate.commit or "unknown")[:12],
+        **_identities(comparison, context),
         "attention": _table_rows(shown_first, scale, settings.interval),
         "folded_gates": folded_gates,
         "folded_underpowered": folded_underpowered,
