@@ -73,7 +73,11 @@ class MetricResult(StrictModel):
 
     ``label`` carries the value of categorical metrics (e.g. ``diagnostics.failure_category``),
     which are reported as a distribution and never averaged; their ``value`` is None.
+
+    Frozen: a run's reader shares one instance among the rows with equal results.
     """
+
+    model_config = ConfigDict(frozen=True)
 
     value: float | None = None
     status: MetricStatus

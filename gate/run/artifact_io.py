@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -39,6 +39,7 @@ from gate.model.artifact import (
     Summary,
 )
 from gate.model.dataset import MAX_CASES, Case, dataset_lines, dataset_sha256, jsonl_records, parse_cases
+from gate.model.records import MetricResult
 from gate.run.zipread import open_zip, read_zip_member, zip_member_stream, zip_members
 
 # Caps for reading an artifact, which may come from an untrusted pull request. Every cap
@@ -337,6 +338,7 @@ def parse_rows(stream: IO[bytes], where: str, max_rows: int) -> list[Row]:
     bounds = _metric_bounds()
     narrow = {name for name, (low, high) in bounds.items() if low > 0.0 or high < 1.0}
     rows: list[Row] = []
+    shared: dict[tuple[Any, ...], MetricResult] = {}
     first_line: dict[str, int] = {}
     with _collector_paused():
         for lineno, line in _lines(stream, where, cap):
@@ -360,8 +362,30 @@ def parse_rows(stream: IO[bytes], where: str, max_rows: int) -> list[Row]:
                     if value is not None and not 0.0 <= value <= 1.0:
                         _check_row_metrics(row, bounds, f"{where}:{lineno}")
                         break
+            _share_results(row, shared)
             rows.append(row)
     return rows
+
+
+def _share_results(row: Row, shared: dict[tuple[Any, ...], MetricResult]) -> None:
+    """Replace each of ``row``'s metric results by an equal one already read, if any.
+
+    Results repeat across rows (0/1 scores, skips with one reason): one frozen instance per
+    distinct result halves the memory of 10,000 rows of 8 metrics (about 1 KB a result).
+    Equal means the same fields set and the same values, ``repr`` telling -0.0 from 0.0;
+    results carrying judge details are kept as read.
+    """
+    metrics = row.metrics
+    for name, result in metrics.items():
+        if result.judge is None:
+            key = (
+                repr(result.value),
+                result.status,
+                result.reason,
+                result.label,
+                frozenset(result.model_fields_set),
+            )
+            metrics[name] = shared.setdefault(key, result)
 
 
 def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:

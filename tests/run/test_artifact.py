@@ -202,6 +202,38 @@ def test_reading_leaves_the_garbage_collector_as_it_was(tmp_path: Path, enabled:
         gc.enable() if was else gc.disable()
 
 
+def test_equal_metric_results_share_one_instance_and_rows_write_back_the_same_bytes(tmp_path: Path) -> None:
+    skipped = MetricResult.skipped("case has no expected_answer")
+    judged = MetricResult.scored(1.0, judge={"model": "m"})
+    per_row = [
+        {"m": MetricResult.scored(1.0), "n": skipped, "j": judged},
+        {"m": MetricResult.scored(1.0), "n": skipped, "j": judged},
+        {"m": MetricResult.scored(-0.0), "n": MetricResult.skipped("another reason"), "j": judged},
+        {"m": MetricResult.scored(0.0), "n": skipped, "j": judged},
+    ]
+    rows = [_row(f"c{i}", i, metrics=metrics) for i, metrics in enumerate(per_row)]
+    out = write_artifact(tmp_path / "run", _meta(), rows, _summary(4))
+    loaded = read_artifact(out).rows
+    m, n, j = ([row.metrics[name] for row in loaded] for name in ("m", "n", "j"))
+    assert m[0] is m[1] and n[0] is n[1] is n[3]  # equal results: one instance
+    assert m[2] is not m[3] and str(m[2].value) == "-0.0"  # -0.0 and 0.0 stay apart
+    assert n[2] is not n[0] and n[2].reason == "another reason"
+    assert j[0] is not j[1]  # results with judge details are kept as read
+    assert loaded == rows
+    with pytest.raises(ValueError, match="frozen"):
+        m[0].value = 0.0
+    again = write_artifact(tmp_path / "again", _meta(), loaded, _summary(4))
+    assert (again / ROWS_FILE).read_bytes() == (out / ROWS_FILE).read_bytes()
+    # A hand-written line may leave fields out: results with other fields set stay apart.
+    lines = [
+        '{"case_id": "a", "kind": "qa", "status": "ok", "metrics": {"m": {"status": "scored", "value": 1.0}}}',
+        '{"case_id": "b", "kind": "qa", "status": "ok", "metrics": {"m": {"status": "scored", "value": 1.0, "reason": null}}}',
+    ]
+    (out / ROWS_FILE).write_text("\n".join(lines) + "\n")
+    first, second = (row.metrics["m"] for row in read_artifact(out).rows)
+    assert first is not second and second.model_fields_set == {"status", "value", "reason"}
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
