@@ -98,15 +98,17 @@ def test_the_documented_haystack_install_line_gives_a_working_ragproof(tmp_path:
         == 0
     )
     requirement = documented_requirement()
-    # --upgrade (only the named project; its dependencies stay as installed): the site packages
-    # may hold a development checkout of this project, which must not satisfy the requirement
-    # the way nothing would in a fresh venv.
-    installed = _run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--upgrade", "--no-index",
-         "--find-links", str(wheelhouse), requirement],
-        cwd=tmp_path,
-    )  # fmt: skip
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--find-links", str(wheelhouse)]
+    # The site packages hold this project's development install (the same name and version),
+    # which would satisfy the requirement as nothing would in a fresh venv: the first call
+    # installs what the requirement resolves to into the venv regardless (its dependencies
+    # come from the site packages, where a registry would serve them), the second checks that
+    # the requirement, extra included, is then satisfied by what is installed.
+    installed = _run([*pip, "--ignore-installed", "--no-deps", requirement], cwd=tmp_path)
     assert installed.returncode == 0, installed.stdout + installed.stderr
+    satisfied = _run([*pip, requirement], cwd=tmp_path)
+    assert satisfied.returncode == 0, satisfied.stdout + satisfied.stderr
+    assert "Successfully installed" not in satisfied.stdout, satisfied.stdout
     version = _run([str(venv / "bin" / "ragproof"), "--version"], cwd=tmp_path)
     assert (version.returncode, version.stdout) == (0, f"ragproof {gate.__version__}\n"), version.stderr
     where = _run([str(venv / "bin" / "python"), "-c", "import gate; print(gate.__file__)"], cwd=tmp_path)
