@@ -98,7 +98,15 @@ def test_the_documented_haystack_install_line_gives_a_working_ragproof(tmp_path:
         == 0
     )
     requirement = documented_requirement()
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--no-index", "--find-links", str(wheelhouse)]
+    pip = [
+        str(venv / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "--no-index",
+        "--find-links",
+        str(wheelhouse),
+    ]
     # The site packages hold this project's development install (the same name and version),
     # which would satisfy the requirement as nothing would in a fresh venv: the first call
     # installs what the requirement resolves to into the venv regardless (its dependencies
