@@ -366,6 +366,86 @@ def _cluster_codes(clusters: Sequence[Any] | np.ndarray | None, n: int) -> tuple
     return codes, len(index)
 
 
+def _group_scale(family_scale: np.ndarray | None, inverse: np.ndarray, groups: int) -> np.ndarray | None:
+    """Family factors per group of identical columns: identical columns have identical
+    deviations, so the group keeps its largest factor (None without a family)."""
+    if family_scale is None:
+        return None
+    scale = np.zeros(groups)
+    np.maximum.at(scale, inverse, np.asarray(family_scale, dtype=np.float64))
+    return scale
+
+
+def _mean_sd(
+    data: np.ndarray, present: np.ndarray, filled: np.ndarray, counts_n: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's mean over its present values and sample standard deviation (ddof 1; NaN
+    below two values)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        estimate = filled.sum(axis=0) / counts_n
+        centred = np.where(present, data - estimate, 0.0)
+        sd = np.sqrt((centred**2).sum(axis=0) / (counts_n - 1))
+    return estimate, np.where(counts_n > 1, sd, np.nan)
+
+
+def _tails(
+    q: int, resamples: int, n_top: int, *, family: bool, keep: bool
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The running family maximum (``-inf`` per resample), the kept largest means (NaN) and
+    their counts (0), each None when not asked for."""
+    return (
+        np.full(resamples, -np.inf) if family else None,
+        np.full((q, n_top), np.nan) if keep else None,
+        np.zeros(q) if keep else None,
+    )
+
+
+def _family_deviations(
+    family_max: np.ndarray, estimate: np.ndarray, boot: np.ndarray, scale: np.ndarray
+) -> None:
+    """Raise ``family_max`` (in place) to each resample's ``max_j (estimate_j - mean*_j) * scale_j``
+    over the family's columns of this group (a missing mean counts as ``-inf``)."""
+    members = np.flatnonzero(scale > 0)
+    if members.size:
+        dev = (estimate[members] - boot[:, members]) * scale[members]
+        dev = np.where(np.isnan(dev), -np.inf, dev)
+        np.maximum(family_max, dev.max(axis=1), out=family_max)
+
+
+def _largest(boot: np.ndarray, missing: np.ndarray, n_top: int) -> np.ndarray:
+    """Each column's ``n_top`` largest resample means, ascending (NaN where fewer exist), as
+    columns x n_top."""
+    resamples = boot.shape[0]
+    # In place on the one copy with -inf for the missing: the same order statistics as
+    # np.partition, without a second resamples x columns array.
+    ranked = np.where(missing, -np.inf, boot)
+    ranked.partition(resamples - n_top, axis=0)
+    ranked = np.sort(ranked[resamples - n_top :], axis=0)
+    return np.where(np.isneginf(ranked), np.nan, ranked).T
+
+
+def _percentiles(
+    boot: np.ndarray, missing: np.ndarray, alpha: float, lo: np.ndarray, hi: np.ndarray, se: np.ndarray
+) -> None:
+    """Fill (in place) each column's percentile interval at ``alpha`` and its resample spread,
+    skipping columns with no statistic in any resample (they stay NaN)."""
+    resamples = boot.shape[0]
+    has = ~np.all(missing, axis=0)
+    # Columns with a statistic in every resample (nearly all) at once: the same order
+    # statistics and interpolation as the per-column nanquantile, and each column's
+    # spread summed along a contiguous row as nanstd sums a column.
+    whole = np.flatnonzero(~missing.any(axis=0))
+    if whole.size:
+        lo[whole], hi[whole] = np.quantile(boot[:, whole], (alpha / 2, 1 - alpha / 2), axis=0)
+        spread = np.nanstd(np.ascontiguousarray(boot[:, whole].T), axis=1, ddof=1)
+        se[whole] = spread if resamples > 1 else 0.0
+        has[whole] = False
+    for j in np.flatnonzero(has):
+        column = boot[:, j]
+        lo[j], hi[j] = np.nanquantile(column, (alpha / 2, 1 - alpha / 2))
+        se[j] = np.nanstd(column, ddof=1) if np.count_nonzero(~np.isnan(column)) > 1 else 0.0
+
+
 def bootstrap_means(
     values: Any,
     *,
@@ -397,18 +477,13 @@ def bootstrap_means(
     first_columns, inverse = _distinct_columns(data)
     if len(first_columns) < data.shape[1]:
         # Identical columns (e.g. slice "all" and "kind=qa" when every case is qa) are computed once.
-        scale = None
-        if family_scale is not None:
-            # Identical columns have identical deviations: the group keeps its largest factor.
-            scale = np.zeros(len(first_columns))
-            np.maximum.at(scale, inverse, np.asarray(family_scale, dtype=np.float64))
         distinct = bootstrap_means(
             data[:, first_columns],
             resamples=resamples,
             confidence=confidence,
             seed=seed,
             clusters=clusters,
-            family_scale=scale,
+            family_scale=_group_scale(family_scale, inverse, len(first_columns)),
             keep_tail=keep_tail,
         )
         return dataclasses.replace(
@@ -421,11 +496,7 @@ def bootstrap_means(
     weights_case = present.astype(np.float64)
     codes, n_units = _cluster_codes(clusters, n)
     counts_n = weights_case.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = filled.sum(axis=0) / counts_n
-        centred = np.where(present, data - estimate, 0.0)
-        sd = np.sqrt((centred**2).sum(axis=0) / (counts_n - 1))
-    sd = np.where(counts_n > 1, sd, np.nan)
+    estimate, sd = _mean_sd(data, present, filled, counts_n)
     n_top = min(resamples, math.ceil(keep_tail * resamples) + 2) if keep_tail is not None else 0
     if n == 0:
         nan = np.full(q, np.nan)
@@ -437,9 +508,7 @@ def bootstrap_means(
             nan,
             counts_n,
             np.zeros(q),
-            np.full(resamples, -np.inf) if family_scale is not None else None,
-            np.full((q, n_top), np.nan) if keep_tail is not None else None,
-            np.zeros(q) if keep_tail is not None else None,
+            *_tails(q, resamples, n_top, family=family_scale is not None, keep=keep_tail is not None),
         )
 
     _, weights = _unit_sums(filled, weights_case, codes, n_units)
@@ -452,45 +521,21 @@ def bootstrap_means(
     lo = np.full(q, np.nan)
     hi = np.full(q, np.nan)
     se = np.full(q, np.nan)
-    family_max = np.full(resamples, -np.inf) if family_scale is not None else None
-    top = np.full((q, n_top), np.nan) if keep_tail is not None else None
-    valid = np.zeros(q) if keep_tail is not None else None
+    family_max, top, valid = _tails(
+        q, resamples, n_top, family=family_scale is not None, keep=keep_tail is not None
+    )
     for start in range(0, q, COLUMN_GROUP):
         cols = slice(start, min(start + COLUMN_GROUP, q))
         boot = _resample_means(exact_sums[:, cols], weights[:, cols], resamples, seed)
         missing = np.isnan(boot)
         if family_max is not None and family_scale is not None:
-            scale = np.asarray(family_scale, dtype=np.float64)[cols]
-            members = np.flatnonzero(scale > 0)
-            if members.size:
-                dev = (estimate[cols][members] - boot[:, members]) * scale[members]
-                dev = np.where(np.isnan(dev), -np.inf, dev)
-                np.maximum(family_max, dev.max(axis=1), out=family_max)
+            _family_deviations(
+                family_max, estimate[cols], boot, np.asarray(family_scale, dtype=np.float64)[cols]
+            )
         if top is not None and valid is not None:
             valid[cols] = (~missing).sum(axis=0)
-            # In place on the one copy with -inf for the missing: the same order statistics
-            # as np.partition, without a second resamples x columns array.
-            ranked = np.where(missing, -np.inf, boot)
-            ranked.partition(resamples - n_top, axis=0)
-            ranked = np.sort(ranked[resamples - n_top :], axis=0)
-            top[cols] = np.where(np.isneginf(ranked), np.nan, ranked).T
-        has = ~np.all(missing, axis=0)
-        # Columns with a statistic in every resample (nearly all) at once: the same order
-        # statistics and interpolation as the per-column nanquantile, and each column's
-        # spread summed along a contiguous row as nanstd sums a column.
-        whole = np.flatnonzero(~missing.any(axis=0))
-        if whole.size:
-            lo[start + whole], hi[start + whole] = np.quantile(
-                boot[:, whole], (alpha / 2, 1 - alpha / 2), axis=0
-            )
-            spread = np.nanstd(np.ascontiguousarray(boot[:, whole].T), axis=1, ddof=1)
-            se[start + whole] = spread if resamples > 1 else 0.0
-            has[whole] = False
-        for j_local in np.flatnonzero(has):
-            j = start + j_local
-            column = boot[:, j_local]
-            lo[j], hi[j] = np.nanquantile(column, (alpha / 2, 1 - alpha / 2))
-            se[j] = np.nanstd(column, ddof=1) if np.count_nonzero(~np.isnan(column)) > 1 else 0.0
+            top[cols] = _largest(boot, missing, n_top)
+        _percentiles(boot, missing, alpha, lo[cols], hi[cols], se[cols])
     return BootstrapResult(estimate, lo, hi, se, sd, counts_n, units_present, family_max, top, valid)
 
 
@@ -919,6 +964,33 @@ class ColumnFacts:
         return any(m in _BOOTSTRAP_METHODS for m in self.method)
 
 
+def _method(
+    nonzero_cases: int, nonzero: float, *, few: bool, clustered: bool, ternary: bool, cluster_labels: bool
+) -> GateMethod:
+    """The interval one column's data call for (see the module docstring): ``nonzero_cases``
+    non-zero differences, ``nonzero`` non-zero units; ``few`` clusters in the whole comparison;
+    the column's units are ``clustered``; its differences are ``ternary`` (in {-1, 0, +1});
+    ``cluster_labels`` were given (then case-unit columns never take the case bootstrap, since
+    the shared resampling is by cluster)."""
+    if nonzero_cases == 0:
+        return "no-change"
+    if few:
+        # Few clusters: Rao-Scott's design effect, t and the cluster bootstrap all rest on a
+        # variance estimated from a handful of clusters; the sign-flip test of the cluster
+        # totals is exact under symmetry (t on cluster means with G - 1 df blocked 3.7% of
+        # unchanged 8-document sets and covered 0.917).
+        return "cluster-sign-flip"
+    if clustered and ternary and nonzero < BOOTSTRAP_MIN_NONZERO:
+        return "cluster-tango"
+    if clustered:
+        return "cluster-bootstrap" if nonzero >= BOOTSTRAP_MIN_NONZERO else "cluster-t"
+    if ternary:
+        return "tango"
+    if nonzero_cases >= BOOTSTRAP_MIN_NONZERO and not cluster_labels:
+        return "bootstrap"
+    return "t"
+
+
 def column_facts(
     values: Any,
     *,
@@ -977,30 +1049,19 @@ def column_facts(
     few = clustered & (n_units_all < MIN_CLUSTERS)
     df = nonzero - 1
     df = np.maximum(np.where(np.isfinite(df), df, 1.0), 1.0)
-    methods: list[GateMethod] = []
-    for j in range(q):
-        chosen: GateMethod
-        if method != "auto":
-            chosen = method
-        elif nonzero_cases[j] == 0:
-            chosen = "no-change"
-        elif few[j]:
-            # Few clusters: Rao-Scott's design effect, t and the cluster bootstrap all rest on a
-            # variance estimated from a handful of clusters; the sign-flip test of the cluster
-            # totals is exact under symmetry (t on cluster means with G - 1 df blocked 3.7% of
-            # unchanged 8-document sets and covered 0.917).
-            chosen = "cluster-sign-flip"
-        elif clustered[j] and ternary[j] and nonzero[j] < BOOTSTRAP_MIN_NONZERO:
-            chosen = "cluster-tango"
-        elif clustered[j]:
-            chosen = "cluster-bootstrap" if nonzero[j] >= BOOTSTRAP_MIN_NONZERO else "cluster-t"
-        elif ternary[j]:
-            chosen = "tango"
-        elif nonzero_cases[j] >= BOOTSTRAP_MIN_NONZERO and clusters is None:
-            chosen = "bootstrap"
-        else:
-            chosen = "t"
-        methods.append(chosen)
+    methods: list[GateMethod] = [
+        method
+        if method != "auto"
+        else _method(
+            int(nonzero_cases[j]),
+            float(nonzero[j]),
+            few=bool(few[j]),
+            clustered=bool(clustered[j]),
+            ternary=bool(ternary[j]),
+            cluster_labels=clusters is not None,
+        )
+        for j in range(q)
+    ]
     null_sd, null_deff = null_spread(data, clusters if clusters is not None and n_rows else None)
     null_deff = np.where(clustered, null_deff, 1.0)
     return ColumnFacts(
@@ -1021,6 +1082,37 @@ def column_facts(
         unit_sums=unit_sums,
         unit_weights=unit_weights,
     )
+
+
+def _few_cluster_bounds(
+    out: np.ndarray, facts: ColumnFacts, idx: np.ndarray, tail: float, *, upper: bool
+) -> None:
+    """Fill ``out[idx]``, the few-cluster columns' bounds (in place).
+
+    The upper bound (what a block and "worse" read: zero rejected or not) from the exact
+    sign-flip, valid at zero where no change makes cluster totals symmetric; the lower bound
+    (what a pass reads: -margin rejected) from t on the cluster means with G - 1 degrees of
+    freedom, or Rao-Scott's Tango for 0/1 pairs, since away from zero sparse 0/1 totals are not
+    symmetric (the sign-flip's lower bound passed 12% of 2.5-margin drops at 6 clusters, t's 6%).
+    """
+    if upper:
+        for j in idx:
+            assert facts.unit_sums is not None and facts.unit_weights is not None
+            out[j] = sign_flip_bound(facts.unit_sums[:, j], facts.unit_weights[:, j], tail, upper=True)
+        return
+    graded = idx[~facts.ternary[idx]]
+    if graded.size:
+        df_few = np.maximum(facts.units[graded] - 1, 1)
+        out[graded] = facts.estimate[graded] - t_quantile(tail, df_few) * facts.se[graded]
+    binary = idx[facts.ternary[idx]]
+    if binary.size:
+        # 0/1 pairs: Rao-Scott's Tango, whose lower bound held at 2 to 9 clusters
+        out[binary] = tango_bounds(
+            facts.improved[binary] / facts.deff[binary],
+            facts.worsened[binary] / facts.deff[binary],
+            facts.n[binary] / facts.deff[binary],
+            tail,
+        )[0]
 
 
 def column_bounds(
@@ -1053,29 +1145,7 @@ def column_bounds(
     idx = np.flatnonzero(kinds == "no-change")
     if idx.size:
         out[idx] = facts.estimate[idx] + sign * no_change_halfwidth(facts.n[idx], tail)
-    # Few clusters: the upper bound (what a block and "worse" read: zero rejected or not) from the
-    # exact sign-flip, valid at zero where no change makes cluster totals symmetric; the lower
-    # bound (what a pass reads: -margin rejected) from t on the cluster means with G - 1 degrees
-    # of freedom, or Rao-Scott's Tango for 0/1 pairs, since away from zero sparse 0/1 totals are
-    # not symmetric (the sign-flip's lower bound passed 12% of 2.5-margin drops at 6 clusters,
-    # t's 6%).
-    idx = np.flatnonzero(kinds == "cluster-sign-flip")
-    graded = idx[~facts.ternary[idx]]
-    if graded.size and not upper:
-        df_few = np.maximum(facts.units[graded] - 1, 1)
-        out[graded] = facts.estimate[graded] - t_quantile(tail, df_few) * facts.se[graded]
-    binary = idx[facts.ternary[idx]]
-    if binary.size and not upper:
-        # 0/1 pairs: Rao-Scott's Tango, whose lower bound held at 2 to 9 clusters
-        out[binary] = tango_bounds(
-            facts.improved[binary] / facts.deff[binary],
-            facts.worsened[binary] / facts.deff[binary],
-            facts.n[binary] / facts.deff[binary],
-            tail,
-        )[0]
-    for j in idx if upper else ():
-        assert facts.unit_sums is not None and facts.unit_weights is not None
-        out[j] = sign_flip_bound(facts.unit_sums[:, j], facts.unit_weights[:, j], tail, upper=True)
+    _few_cluster_bounds(out, facts, np.flatnonzero(kinds == "cluster-sign-flip"), tail, upper=upper)
     for j in np.flatnonzero(np.isin(kinds, _BOOTSTRAP_METHODS)):
         if boot is None:
             raise ValueError("bootstrap columns need the bootstrap result")
