@@ -57,7 +57,6 @@ from gate.model.config import GateConfig
 from gate.model.slices import ALL_SLICE, slice_gates
 from gate.stats import (
     CALIBRATED_MIN_PAIRS,
-    COLUMN_GROUP,
     POWER,
     BootstrapResult,
     ColumnFacts,
@@ -72,6 +71,7 @@ from gate.stats import (
     pairs_needed,
     weighted_bh_cutoff,
 )
+from gate.stats.resampling import COLUMN_GROUP
 
 # The case field cluster_by defaults to, when the cases carry it.
 DEFAULT_CLUSTER_FIELD = "metadata.document_id"

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gate import stats
-from gate.stats import BootstrapResult, bootstrap_means, cohen_kappa
+from gate.stats import BootstrapResult, bootstrap_means, cohen_kappa, intervals, resampling
 
 
 def paired(
@@ -190,12 +190,12 @@ def test_fraction_columns_match_the_float64_path(monkeypatch: pytest.MonkeyPatch
     )
     data = data.astype(float)
     data[::9, 1] = np.nan
-    assert stats._integer_scale(np.array([1.0, -1.0, 0.0]), 900) == 1
-    assert stats._integer_scale(np.array([0.2, -0.4, 0.6]), 900) == 5
-    assert stats._integer_scale(np.array([0.1234567]), 900) is None
-    assert stats._integer_scale(np.array([1.0]), 2**24) is None  # sums could leave float32's exact range
+    assert resampling._integer_scale(np.array([1.0, -1.0, 0.0]), 900) == 1
+    assert resampling._integer_scale(np.array([0.2, -0.4, 0.6]), 900) == 5
+    assert resampling._integer_scale(np.array([0.1234567]), 900) is None
+    assert resampling._integer_scale(np.array([1.0]), 2**24) is None  # sums could leave float32's exact range
     fast = bootstrap_means(data, resamples=500, seed=8)
-    monkeypatch.setattr(stats, "_FRACTION_SCALES", ())  # force the float64 product
+    monkeypatch.setattr(resampling, "_FRACTION_SCALES", ())  # force the float64 product
     slow = bootstrap_means(data, resamples=500, seed=8)
     assert np.allclose(fast.lo, slow.lo, rtol=0, atol=1e-12)
     assert np.allclose(fast.hi, slow.hi, rtol=0, atol=1e-12)
@@ -210,16 +210,16 @@ def test_sparse_float64_columns_match_the_dense_product(monkeypatch: pytest.Monk
     in_slice = rng.random(n) < 0.3
     values = np.column_stack([diffs, np.where(in_slice[:, None], diffs, np.nan)])
     taken: list[Any] = []
-    real_groups = stats._sparse_groups
+    real_groups = resampling._sparse_groups
 
     def recording(rhs: np.ndarray) -> Any:
         taken.append(real_groups(rhs))
         return taken[-1]
 
-    monkeypatch.setattr(stats, "_sparse_groups", recording)
+    monkeypatch.setattr(resampling, "_sparse_groups", recording)
     sparse = bootstrap_means(values, resamples=700, seed=4)
     assert taken and taken[0] is not None and len(taken[0]) == 2  # one group per metric
-    monkeypatch.setattr(stats, "_sparse_groups", lambda rhs: None)
+    monkeypatch.setattr(resampling, "_sparse_groups", lambda rhs: None)
     dense = bootstrap_means(values, resamples=700, seed=4)
     for field in ("estimate", "lo", "hi", "se"):
         assert np.array_equal(getattr(sparse, field), getattr(dense, field), equal_nan=True), field
@@ -232,9 +232,9 @@ def test_columns_share_resamples_and_batching_does_not_change_results(
     data = rng.random((700, 5))
     data[rng.random((700, 5)) < 0.2] = np.nan
     first = bootstrap_means(data, resamples=1000, seed=4)
-    monkeypatch.setattr(stats, "TASK_CELLS", 1)  # one block per task
-    monkeypatch.setattr(stats, "MAX_WORKERS", 1)
-    monkeypatch.setattr(stats, "COLUMN_GROUP", 2)
+    monkeypatch.setattr(resampling, "TASK_CELLS", 1)  # one block per task
+    monkeypatch.setattr(resampling, "MAX_WORKERS", 1)
+    monkeypatch.setattr(resampling, "COLUMN_GROUP", 2)
     second = bootstrap_means(data, resamples=1000, seed=4)
     for field in ("estimate", "lo", "hi", "se"):
         assert np.array_equal(getattr(first, field), getattr(second, field))
@@ -275,14 +275,14 @@ def test_deterministic_whatever_the_thread_count() -> None:
 
 
 def test_worker_threads_run_blas_single_threaded_and_restore_it() -> None:
-    blas = stats._openblas_threads()
+    blas = resampling._openblas_threads()
     if blas is None:
         pytest.skip("this numpy does not use OpenBLAS")
     get, put = blas
     before = get()
     put(2)
     try:
-        with stats._one_blas_thread():
+        with resampling._one_blas_thread():
             assert get() == 1
         assert get() == 2
     finally:
@@ -435,10 +435,10 @@ def test_family_max_statistic_lies_between_one_gate_and_bonferroni() -> None:
     assert r.family_max is not None
     c, kind = stats.family_critical_value(r.family_max, 10, 0.95)
     assert kind == "max-statistic"
-    assert stats._z(0.025) < c < stats._z(0.0025)
+    assert intervals._z(0.025) < c < intervals._z(0.0025)
     # independent gates need about Bonferroni
     c1, _ = stats.family_critical_value(np.full(10, 1e9), 10, 0.95)
-    assert c1 == pytest.approx(stats._z(0.0025))
+    assert c1 == pytest.approx(intervals._z(0.0025))
     none_c, none_kind = stats.family_critical_value(np.zeros(0), 1, 0.95)
     assert none_c == pytest.approx(1.959964, abs=1e-6) and none_kind == "none"
 
