@@ -1,4 +1,4 @@
-"""Calibration of the gate's intervals and decisions by simulation (docs/gate.md, "Methods").
+"""Calibration of the gate's intervals and decisions by simulation (docs/methods.md, "Methods chosen by the data").
 
 For every scenario of the grid -- a paired 0/1 metric with 5% and 20% of the pairs changed, an
 F1-like metric, a sparse nDCG-like metric, clustered differences with and without clusters

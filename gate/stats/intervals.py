@@ -1,7 +1,7 @@
 """The interval choice: which interval each gate's data call for, and the tests built on it.
 
 The percentile bootstrap under-covers at small n and reports a zero-width interval when no
-pair changed (docs/gate.md, "Methods and their calibration", has the simulation tables). The
+pair changed (docs/methods.md, "Methods chosen by the data", has the simulation tables). The
 decision therefore takes, per gate, the interval that holds its level at that data type and n:
 
 - differences in {-1, 0, +1} (paired 0/1 metrics): Tango's score interval at every n;

@@ -4,7 +4,7 @@ Each cell decides R = 2,000 simulated pull requests with the gate's own interval
 Carlo tolerances: a coverage of 0.95 has a standard error of about 0.005 at R = 2,000, so the
 acceptance bounds (coverage >= 0.93, one-sided null block rate <= 3.5%, a drop of 2.5 margins
 passed in <= 5% of pull requests at n >= 20) sit three or more standard errors from the
-values the bench measures at R = 10,000 (docs/gate.md).
+values the bench measures at R = 10,000 (docs/methods.md).
 """
 
 from __future__ import annotations

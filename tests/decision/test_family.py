@@ -2,7 +2,7 @@
 demo's gate structure, and passes on a powered set.
 
 Monte Carlo tolerances: 120 no-change replicates; if P(any block) were 5%, 12 or more blocked
-replicates would show up 45% of the time, and the bench measures about 1% (docs/gate.md), so
+replicates would show up 45% of the time, and the bench measures about 1% (docs/methods.md), so
 "at most 12" fails only for a real regression. The same replicates without family-wise control
 block far more often: the control is what keeps the rate down.
 """
@@ -75,5 +75,5 @@ def test_demo_family_null_blocks_rarely(demo: Demo) -> None:
 def test_powered_set_passes(demo: Demo) -> None:
     baseline, _, config = demo
     out = family.powered_pass(baseline, config, 20, seed=5)
-    # measured 0.9+ (docs/gate.md); 14 of 20 or more unless the true rate is below 0.7
+    # measured 0.9+ (docs/methods.md); 14 of 20 or more unless the true rate is below 0.7
     assert out["p_overall_pass"] >= 14 / 20

@@ -448,7 +448,7 @@ def test_pairs_needed_and_minimum_nonzero() -> None:
     # v1 = 2q - m - m² with q = (0.09 + √(0.09² - 4·0.05·0.02·1.02))/4 = 0.03877, so
     # v1 = 0.05714, v0 = 0.05: ((1.96 √v1 + 0.8416 √v0) / 0.02)² = 1066.4 -> 1067
     assert stats.pairs_needed(math.sqrt(0.05), 0.02, ternary=True).item() == 1067
-    # churn 1%, 10%: 390, 2005 (the exact pass probability there: 0.82, 0.80; docs/gate.md)
+    # churn 1%, 10%: 390, 2005 (the exact pass probability there: 0.82, 0.80; docs/methods.md)
     assert stats.pairs_needed(np.sqrt([0.01, 0.10]), 0.02, ternary=True).tolist() == [390, 2005]
     # an unchanged set still needs z²(1-m)/m = 188.2 -> 189 pairs before it can pass, 0/1 or not
     assert stats.pairs_needed(0.0, 0.02, ternary=True).item() == 189
