@@ -320,13 +320,17 @@ class _Family:
 
     def review_thresholds(self, q: float) -> dict[bytes, float]:
         """Each tested column's p-value threshold for a confirmed drop: ``w · cutoff`` of the
-        weighted Benjamini-Hochberg rule (:func:`gate.decision.decide.review_weights`)."""
+        weighted Benjamini-Hochberg rule (:func:`gate.decision.decide.review_weights`), with
+        ``cutoff = q / G`` (what one gate would need alone) when the rule confirms nothing."""
         if not self.tests:
             return {}
         keys = list(self.tests)
         p = np.array([self.tests[k][0] for k in keys])
         weights = review_weights([self.tests[k][1] for k in keys])
-        cutoff = weighted_bh_cutoff(p, weights, q)
+        # When nothing is confirmed the rule's cutoff is 0; each gate is then shown the
+        # threshold it would have needed alone, the first step q / G. No gate reaches it (none
+        # qualified), so no decision changes, and a reason never reads "p = 0.0077 > 0".
+        cutoff = weighted_bh_cutoff(p, weights, q) or q / len(keys)
         return {k: float(w) * cutoff for k, w in zip(keys, weights, strict=True)}
 
     def add(self, family_max: np.ndarray | None) -> None:

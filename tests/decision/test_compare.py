@@ -431,3 +431,21 @@ def test_the_arithmetic_composite_is_shown_but_does_not_gate_by_default() -> Non
         if g.metric == "composite.trust_arithmetic" and g.slice == "all"
     ]
     assert gate.gating
+
+
+def test_a_family_that_confirms_nothing_shows_each_gate_the_threshold_it_needed_alone() -> None:
+    from gate.decision.compare import _Family
+
+    family = _Family(confidence=0.95, seen=set())
+    family.test(b"all", 0.03, True)  # weight 0.5 * 4 / 1 = 2
+    for key, p_value in ((b"a", 0.02), (b"b", 0.5), (b"c", 0.5)):  # weights 0.5 * 4 / 3 each
+        family.test(key, p_value, False)
+    # q = 0.01: the smallest p / w is 0.015 > q / G = 0.0025, nothing is confirmed; each gate
+    # is shown w * q / G (was 0: "p = 0.0077 > 0")
+    needed_alone = family.review_thresholds(0.01)
+    assert needed_alone[b"all"] == pytest.approx(0.005)
+    assert needed_alone[b"a"] == pytest.approx(0.0025 * 2 / 3)
+    # q = 0.1: p / w sorted 0.015, 0.03, 0.75, 0.75 against 0.025, 0.05, ...: k = 2, cutoff 0.05
+    confirmed = family.review_thresholds(0.1)
+    assert confirmed[b"all"] == pytest.approx(0.1)
+    assert confirmed[b"a"] == pytest.approx(0.05 * 2 / 3)
