@@ -166,10 +166,14 @@ def _why_block(comparison: Comparison, level: str) -> str:
             f"[{fmt_num(g.candidate_lo)}, {fmt_num(g.candidate_hi)}] lies wholly beyond it."
         )
     more = f"; {len(blocks)} gates block" if len(blocks) > 1 else ""
+    bound = (
+        f"and so does its family-wise bound over {_family(comparison.settings.family_size)}"
+        if comparison.settings.family_wise
+        else "gate by gate (gate.family_wise is false)"
+    )
     return (
         f"{g.metric} on {g.slice} dropped: Δ {fmt_signed(g.delta)}, {level} interval "
-        f"{fmt_interval(g.lo, g.hi)} lies wholly below zero, and so does its family-wise bound "
-        f"over {_family(comparison.settings.family_size)}{more}."
+        f"{fmt_interval(g.lo, g.hi)} lies wholly below zero, {bound}{more}."
     )
 
 

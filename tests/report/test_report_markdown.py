@@ -150,6 +150,8 @@ def test_family_wise_mode_is_stated() -> None:
     base, cand = fixed_runs()
     plain = render_markdown(compare_runs(base, cand, GateConfig(family_wise=False)))
     assert "family-wise blocks" not in plain
+    why = next(line for line in plain.splitlines() if line.startswith("**Why:**"))
+    assert "so does its family-wise bound" not in why and "gate by gate" in why
     comparison = compare_runs(base, cand, GateConfig())
     family = comparison.settings.family_size
     assert family > 1
