@@ -23,7 +23,7 @@ from gate.metrics.retrieval import (
     reciprocal_rank,
     retrieval_scores,
 )
-from gate.model.config import Gain, ScoringSettings
+from gate.model.config import Gain, ScoringSettings, SourceMatch
 from gate.model.dataset import Case
 from gate.model.records import CaseOutput
 
@@ -34,6 +34,12 @@ RETRIEVAL = (
     "retrieval.ndcg_at_k",
     "retrieval.hit_rate_at_k",
 )
+
+
+def recall(case: Case, output: CaseOutput, source_match: SourceMatch) -> float | None:
+    """retrieval.recall_at_k of one case under ``source_match`` (the other settings default)."""
+    settings = ScoringSettings(source_match=source_match)
+    return score("retrieval.recall_at_k", case, output, ScoringContext(settings=settings)).value
 
 
 def scores_of(case: Case, output: CaseOutput, ctx: ScoringContext | None = None) -> dict[str, float | None]:
@@ -350,54 +356,25 @@ def test_injection_cases_with_expected_ids_are_scored() -> None:
 def test_chunk_matching_uses_chunk_id_and_ignores_document_id() -> None:
     case = make_case(expected_source_ids=["doc1"])
     out = make_output([chunk("c1", document_id="doc1")])
-    assert (
-        score(
-            "retrieval.recall_at_k", case, out, ScoringContext(settings=ScoringSettings(source_match="chunk"))
-        ).value
-        == 0.0
-    )
+    assert recall(case, out, "chunk") == 0.0
 
 
 def test_document_matching_maps_chunks_to_document_id() -> None:
     case = make_case(expected_source_ids=["doc1", "doc2"])
     out = make_output([chunk("c1", document_id="doc1"), chunk("c2", document_id="doc2")])
-    assert (
-        score(
-            "retrieval.recall_at_k",
-            case,
-            out,
-            ScoringContext(settings=ScoringSettings(source_match="document")),
-        ).value
-        == 1.0
-    )
+    assert recall(case, out, "document") == 1.0
 
 
 def test_document_matching_falls_back_to_chunk_id_without_document_id() -> None:
     case = make_case(expected_source_ids=["doc1", "c9"])
     out = make_output([chunk("c1", document_id="doc1"), chunk("c9")])
-    assert (
-        score(
-            "retrieval.recall_at_k",
-            case,
-            out,
-            ScoringContext(settings=ScoringSettings(source_match="document")),
-        ).value
-        == 1.0
-    )
+    assert recall(case, out, "document") == 1.0
 
 
 def test_document_matching_empty_document_id_falls_back_to_chunk_id() -> None:
     case = make_case(expected_source_ids=["c1"])
     out = make_output([chunk("c1", document_id="")])
-    assert (
-        score(
-            "retrieval.recall_at_k",
-            case,
-            out,
-            ScoringContext(settings=ScoringSettings(source_match="document")),
-        ).value
-        == 1.0
-    )
+    assert recall(case, out, "document") == 1.0
 
 
 def test_document_matching_dedups_chunks_of_one_document_keeping_first_rank() -> None:
@@ -436,15 +413,7 @@ def test_dedup_relevant_duplicate_counts_once_for_precision() -> None:
 def test_substring_matching_is_case_insensitive() -> None:
     case = make_case(expected_source_ids=["Refund Window"])
     out = make_output([chunk("c1", "the REFUND window is 30 days")])
-    assert (
-        score(
-            "retrieval.recall_at_k",
-            case,
-            out,
-            ScoringContext(settings=ScoringSettings(source_match="substring")),
-        ).value
-        == 1.0
-    )
+    assert recall(case, out, "substring") == 1.0
 
 
 def test_substring_two_chunks_with_same_string_dedup_to_first() -> None:
