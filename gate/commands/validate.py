@@ -6,7 +6,9 @@ PATH, a replay file against the dataset) and a ``python`` target is imported -- 
 constructor run -- to check that ``retrieve(question, k)`` / ``answer(question)`` exist and can
 be called with those arguments. A ``langchain`` / ``llamaindex`` / ``haystack`` target is
 imported the same way and its pipeline built: an object of the wrong kind, or a Haystack graph
-whose inputs or outputs are ambiguous, is refused here.
+whose inputs or outputs are ambiguous, is refused here. Then, per gating metric, the drop the
+dataset can detect on ``all`` and its smallest gating slice, and the cases the margin needs
+(:mod:`gate.decision.sizing`).
 
 ``--smoke N`` then runs the first N cases end to end, as ``run`` would (adapter, metrics, judge
 and its cache), into a temporary directory that is removed afterwards: a short table per case,
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     )
     from gate.decision.sizing import sizing_lines
 
-    for line in sizing_lines(dataset.cases, config.gate):
+    for line in sizing_lines(dataset.cases, config, metric_names):
         print(line)
     if args.smoke is None:
         return EXIT_OK

@@ -168,9 +168,9 @@ def _unscored(
     weighted = any(_composite_weighted(run) for run in (baseline, candidate))
     out = []
     for name in names:
-        if _skipped_by_design(name, specs.get(name), judged=judged, weighted=weighted):
+        if skipped_by_design(name, specs.get(name), judged=judged, weighted=weighted):
             continue
-        policy = _policy(name, metric_direction(name, baseline, candidate), gate_config)
+        policy = direction_policy(name, metric_direction(name, baseline, candidate), gate_config)
         if policy.gated and name not in columns_of:
             out.append(name)
     named = list(gate_config.include) if isinstance(gate_config.include, list) else []
@@ -179,7 +179,7 @@ def _unscored(
     return out
 
 
-def _skipped_by_design(name: str, spec: MetricSpec | None, *, judged: bool, weighted: bool) -> bool:
+def skipped_by_design(name: str, spec: MetricSpec | None, *, judged: bool, weighted: bool) -> bool:
     """Skipped by design, not missing: a judge metric of runs without a judge ("no judge
     configured"), a composite of runs without composite.weights ("not configured")."""
     if spec is not None and spec.kind == "judge" and not judged:
@@ -255,12 +255,13 @@ def metric_columns(pairing: Pairing, gate_config: GateConfig) -> dict[str, Metri
         if name == FAILURE_RATE_METRIC:
             policy = metric_policy(name, gate_config, higher_is_better=False, gate_by_default=True)
         else:
-            policy = _policy(name, pairing.direction(name), gate_config)
+            policy = direction_policy(name, pairing.direction(name), gate_config)
         out[name] = MetricColumns(policy, column.diff, column.candidate, column.baseline, column.value_range)
     return out
 
 
-def _policy(name: str, d: Direction, gate_config: GateConfig) -> MetricPolicy:
+def direction_policy(name: str, d: Direction, gate_config: GateConfig) -> MetricPolicy:
+    """The metric's gating (:func:`gate.decision.decide.metric_policy`) from how it reads."""
     return metric_policy(
         name,
         gate_config,

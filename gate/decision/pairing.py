@@ -38,7 +38,7 @@ from gate.core.errors import NotComparableError
 from gate.decision.comparison import DatasetChange
 from gate.decision.decide import FAILURE_RATE_METRIC
 from gate.metrics import registry
-from gate.metrics.base import REASON_NO_ANSWER, REASON_NO_CONTEXT, REASON_NO_RETRIEVE
+from gate.metrics.base import REASON_NO_ANSWER, REASON_NO_CONTEXT, REASON_NO_RETRIEVE, MetricSpec
 from gate.metrics.diagnostics import REASON_ANSWER_NO_TOKENS, REASON_EMPTY_ANSWER
 from gate.metrics.diagnostics import REASON_EMPTY_CONTEXT as REASON_EMPTY_DIAGNOSTIC_CONTEXT
 from gate.metrics.judged import REASON_EMPTY_CONTEXT as REASON_EMPTY_JUDGED_CONTEXT
@@ -233,15 +233,18 @@ def metric_names(baseline: RunArtifact, candidate: RunArtifact) -> list[str]:
     return sorted(seen, key=lambda n: (order.get(n, len(order)), n))
 
 
+def spec_direction(spec: MetricSpec) -> Direction:
+    """How a registered metric reads, from its registry entry."""
+    low, high = spec.value_range
+    worst = low if spec.higher_is_better else high
+    return Direction(spec.higher_is_better, spec.gate_by_default, spec.categorical, float(worst), (low, high))
+
+
 def metric_direction(name: str, baseline: RunArtifact, candidate: RunArtifact) -> Direction:
     """The registry's facts for ``name``; else what either run's summary recorded (no worst value)."""
     spec = registry().get(name)
     if spec is not None:
-        low, high = spec.value_range
-        worst = low if spec.higher_is_better else high
-        return Direction(
-            spec.higher_is_better, spec.gate_by_default, spec.categorical, float(worst), (low, high)
-        )
+        return spec_direction(spec)
     for art in (candidate, baseline):
         overall = art.summary.slices.get(ALL_SLICE, {}).get(name)
         if overall is not None:

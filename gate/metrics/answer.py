@@ -130,7 +130,7 @@ def numeric_score(predicted_text: str, expected_text: str, tolerance: float) -> 
 _NEEDS: tuple[Need, ...] = ("answer", "expected_answer")
 
 
-@metric("answer.exact_match", kind="deterministic", needs=_NEEDS)
+@metric("answer.exact_match", kind="deterministic", needs=_NEEDS, binary=True)
 def answer_exact_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """1.0 when the SQuAD-normalised answer equals the normalised expected answer, else 0.0."""
     expected = normalize_answer(case.expected_answer or "")

@@ -85,6 +85,16 @@ class MetricSpec:
     # Every value the metric can score lies in [low, high]; a value outside it in an artifact
     # is refused as bad data.
     value_range: tuple[float, float] = (0.0, 1.0)
+    # Every scored value is 0 or 1 (a rate); the sizing before a run gives exact figures for
+    # these and bounds for the others.
+    binary: bool = False
+
+    def scorable_on(self, case: Case) -> bool:
+        """Whether the case itself has what the metric needs: its kind, and the expected ids or
+        expected answer when needed. The pipeline's outputs and the judge are not looked at, and
+        a metric's own rules on a case that passes (no number in the expected answer, ...) may
+        still skip it."""
+        return case.kind in self.applies_to and all(_case_has(need, case) for need in self.needs)
 
     def check_preconditions(self, case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult | None:
         """The skip result for the first unmet precondition, or None when the metric can run."""
@@ -94,11 +104,11 @@ class MetricSpec:
         needs = self.needs
         if "retrieve" in needs and (not output.supports_retrieve or output.retrieved is None):
             return MetricResult.skipped(REASON_NO_RETRIEVE)
-        if "expected_source_ids" in needs and not case.expected_source_ids:
+        if "expected_source_ids" in needs and not _case_has("expected_source_ids", case):
             return MetricResult.skipped(REASON_NO_EXPECTED_IDS)
         if "answer" in needs and output.answer is None:
             return MetricResult.skipped(REASON_NO_ANSWER)
-        if "expected_answer" in needs and case.expected_answer is None:
+        if "expected_answer" in needs and not _case_has("expected_answer", case):
             return MetricResult.skipped(REASON_NO_EXPECTED_ANSWER)
         if "context" in needs and output.context_chunks() is None:
             return MetricResult.skipped(REASON_NO_CONTEXT)
@@ -111,6 +121,15 @@ class MetricSpec:
         if skip is not None:
             return skip
         return self.compute(case, output, ctx)
+
+
+def _case_has(need: str, case: Case) -> bool:
+    """Whether the case provides ``need``; needs met by the pipeline or the run are not the case's."""
+    if need == "expected_source_ids":
+        return bool(case.expected_source_ids)
+    if need == "expected_answer":
+        return case.expected_answer is not None
+    return True
 
 
 REGISTRY: dict[str, MetricSpec] = {}
@@ -131,6 +150,7 @@ def metric(
     uses_judge_when_available: bool = False,
     same_as: str | None = None,
     value_range: tuple[float, float] = (0.0, 1.0),
+    binary: bool = False,
 ) -> Callable[[ComputeFn], ComputeFn]:
     """Register ``compute`` under ``name``. Registering a name twice is a programming error.
 
@@ -154,6 +174,7 @@ def metric(
             uses_judge_when_available=uses_judge_when_available,
             same_as=same_as,
             value_range=value_range,
+            binary=binary,
         )
         return fn
 

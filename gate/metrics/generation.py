@@ -33,7 +33,13 @@ def citation_validity(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
 
 # A debugging metric (docs/metrics.md): it checks the wiring (an echo pipeline scores 1.0), not
 # quality; answer.exact_match is the one that gates. So it is shown but does not gate by default.
-@metric("echo.exact_match", kind="deterministic", needs=("answer", "expected_answer"), gate_by_default=False)
+@metric(
+    "echo.exact_match",
+    kind="deterministic",
+    needs=("answer", "expected_answer"),
+    gate_by_default=False,
+    binary=True,
+)
 def echo_exact_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """1.0 when the answer text equals the expected answer after stripping surrounding whitespace."""
     return MetricResult.scored(

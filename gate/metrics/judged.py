@@ -208,7 +208,7 @@ def context_relevance(case: Case, output: CaseOutput, ctx: ScoringContext) -> Me
     return MetricResult.scored(sum(flags) / len(flags), judge=_record(verdict))
 
 
-@metric("judge.faithfulness", kind="judge", needs=("answer", "context", "judge"))
+@metric("judge.faithfulness", kind="judge", needs=("answer", "context", "judge"), binary=True)
 def faithfulness(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """1.0 when every claim of the answer is entailed by the context, else 0.0 (one call)."""
     inputs = {"question": case.question, "answer": output.answer_text, "context": context_payload(output)}

@@ -296,7 +296,7 @@ def _scores(case: Case, output: CaseOutput, ctx: ScoringContext) -> RetrievalSco
     )
 
 
-def _register(name: str, field: str, description: str) -> None:
+def _register(name: str, field: str, description: str, *, binary: bool = False) -> None:
     def compute(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
         value = getattr(_scores(case, output, ctx), field)
         if value is None:
@@ -304,13 +304,20 @@ def _register(name: str, field: str, description: str) -> None:
         return MetricResult.scored(value)
 
     compute.__name__ = field
-    metric(name, kind="deterministic", applies_to=_RETRIEVAL_KINDS, needs=_NEEDS, description=description)(
-        compute
-    )
+    metric(
+        name,
+        kind="deterministic",
+        applies_to=_RETRIEVAL_KINDS,
+        needs=_NEEDS,
+        description=description,
+        binary=binary,
+    )(compute)
 
 
 _register("retrieval.precision_at_k", "precision_at_k", "hits in the top k / k (denominator always k)")
 _register("retrieval.recall_at_k", "recall_at_k", "hits in the top k / number of expected sources")
 _register("retrieval.mrr", "reciprocal_rank", "1 / rank of the first expected source in the whole list")
 _register("retrieval.ndcg_at_k", "ndcg_at_k", "DCG@k / ideal DCG@k (binary, or graded with relevance)")
-_register("retrieval.hit_rate_at_k", "hit_rate_at_k", "1 when any expected source is in the top k")
+_register(
+    "retrieval.hit_rate_at_k", "hit_rate_at_k", "1 when any expected source is in the top k", binary=True
+)

@@ -135,6 +135,34 @@ def test_validate_names_a_missing_method_and_what_it_skips(tmp_path: Path) -> No
     assert ", adapter python (answer), " in proc.stdout
 
 
+def test_validate_sizes_each_gating_metric_on_the_cases_it_can_score(tmp_path: Path) -> None:
+    cases = make_cases(100)  # 20 cases a topic; the pricing ones are unanswerable
+    for case in cases[:50]:
+        if case["tags"] == ["topic:shipping"]:
+            del case["expected_source_ids"]  # 10 shipping cases left with expected ids
+    write_dataset(tmp_path, cases)
+    names = ["retrieval.ndcg_at_k", "retrieval.hit_rate_at_k", "answer.exact_match", "robustness.abstention"]
+    write_config(tmp_path, run={"metrics": names})
+    proc = ragproof("validate", "-c", "ragproof.yaml", cwd=tmp_path, env=_env())
+    assert (proc.returncode, proc.stderr) == (0, "")
+    # (z_0.975 + z_0.80) * sqrt(c / n) at c = 5% / 10%: n 70 -> 0.07 / 0.11, 10 -> 0.20 / 0.28,
+    # 80 -> 0.07 / 0.10, 20 -> 0.14 / 0.20
+    assert proc.stdout.splitlines()[1:] == [
+        "sizing, if 5% / 10% of the cases change between runs with no net effect: margin 0.02 needs "
+        "1,067 / 2,005 cases (189 if none change); the drop each gating metric detects 80% of the time "
+        "(exact for 0/1 metrics; for the others, with values in [0, 1], 'at most': they need at most as "
+        "many cases)",
+        "  retrieval.ndcg_at_k: all (70 cases) at most 0.07 / 0.11; smallest gating slice "
+        "tags=topic:shipping (10 cases) at most 0.20 / 0.28",
+        "  retrieval.hit_rate_at_k: all (70 cases) 0.07 / 0.11; smallest gating slice tags=topic:shipping "
+        "(10 cases) 0.20 / 0.28",
+        "  answer.exact_match: all (80 cases) 0.07 / 0.10; smallest gating slice tags=topic:refunds "
+        "(20 cases) 0.14 / 0.20",
+        "  robustness.abstention: all (20 cases) 0.14 / 0.20; its smallest gating slice, kind=unanswerable, "
+        "has the same cases",
+    ]
+
+
 def test_smoke_runs_n_cases_end_to_end_and_keeps_nothing(tmp_path: Path) -> None:
     write_dataset(tmp_path, make_cases(6))
     write_config(tmp_path)
@@ -148,9 +176,9 @@ def test_smoke_runs_n_cases_end_to_end_and_keeps_nothing(tmp_path: Path) -> None
         ok.endswith(", adapter python (retrieve and answer), 26 metrics")
         or "adapter python (retrieve and answer)" in ok
     )
-    # then the sizing (gate.decision.sizing): what the dataset can detect, the cases the margin needs
-    assert lines[0].startswith("sizing (margin 0.02, ") and lines[1].startswith("  all (")
-    lines = lines[1:] if not lines[2].startswith("  ") else lines[2:]
+    # then the sizing (gate.decision.sizing, below), then the smoke run
+    assert lines[0].startswith("sizing, if 5% / 10% of the cases change between runs")
+    lines = lines[[i for i, line in enumerate(lines) if line.startswith("smoke: ")][0] - 1 :]
     assert lines[1] == "smoke: 3 cases end to end, k 3: complete"
     header, *table = lines[2:6]
     assert header.split() == ["case", "status", "ms", "chunks", "answer"]
@@ -194,7 +222,9 @@ def test_smoke_shows_errors_warns_about_short_retrieval_and_exits_1(tmp_path: Pa
         "diagnostics.lexical_context_recall, diagnostics.failure_category, generation.completeness, "
         "judge.context_recall\n"
     ) in out
-    assert "injection" not in out and "unanswerable" not in out  # kinds the smoke cases do not have
+    # kinds the smoke cases do not have (the sizing before the smoke run names every gating metric)
+    smoke = out[out.index("smoke: ") :]
+    assert "injection" not in smoke and "unanswerable" not in smoke
     assert (
         "ragproof: warning: retrieve returned fewer than k=20 chunks on 3 of 3 case(s) (median 4): "
         "@k metrics count the missing ranks as misses; lower run.k or raise the retriever's own k\n"
