@@ -130,28 +130,34 @@ def numeric_score(predicted_text: str, expected_text: str, tolerance: float) -> 
 _NEEDS: tuple[Need, ...] = ("answer", "expected_answer")
 
 
-@metric("answer.exact_match", kind="deterministic", needs=_NEEDS, binary=True)
+def _expected_words(case: Case) -> str | None:
+    """Exact match and token F1 need an expected answer with a word left after normalisation."""
+    return None if normalize_answer(case.expected_answer or "") else REASON_EMPTY_EXPECTED
+
+
+def _expected_number(case: Case) -> str | None:
+    """Numeric match needs an expected answer with a number."""
+    return None if extract_numbers(case.expected_answer or "") else REASON_NO_EXPECTED_NUMBER
+
+
+@metric("answer.exact_match", kind="deterministic", needs=_NEEDS, binary=True, case_rule=_expected_words)
 def answer_exact_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """1.0 when the SQuAD-normalised answer equals the normalised expected answer, else 0.0."""
     expected = normalize_answer(case.expected_answer or "")
-    if not expected:
-        return MetricResult.skipped(REASON_EMPTY_EXPECTED)
     return MetricResult.scored(1.0 if normalize_answer(output.answer_text) == expected else 0.0)
 
 
-@metric("answer.token_f1", kind="deterministic", needs=_NEEDS)
+@metric("answer.token_f1", kind="deterministic", needs=_NEEDS, case_rule=_expected_words)
 def answer_token_f1(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Token F1 between the SQuAD-normalised answer and expected answer."""
     expected = answer_tokens(case.expected_answer or "")
-    if not expected:
-        return MetricResult.skipped(REASON_EMPTY_EXPECTED)
     return MetricResult.scored(token_f1_of_tokens(answer_tokens(output.answer_text), expected))
 
 
-@metric("answer.numeric_match", kind="deterministic", needs=_NEEDS)
+@metric("answer.numeric_match", kind="deterministic", needs=_NEEDS, case_rule=_expected_number)
 def answer_numeric_match(case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
     """Fraction of the expected answer's numbers found in the answer within the relative tolerance."""
     value = numeric_score(output.answer_text, case.expected_answer or "", ctx.settings.numeric_tolerance)
-    if value is None:
+    if value is None:  # not reached through score(): the case rule skipped it first
         return MetricResult.skipped(REASON_NO_EXPECTED_NUMBER)
     return MetricResult.scored(value)

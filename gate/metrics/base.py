@@ -12,6 +12,8 @@ so every metric reports the same reason for the same missing input:
 5. ``expected_answer`` needed, none      -> skipped, "case has no expected_answer"
 6. ``context`` needed, none available    -> skipped, "no context: ..."
 7. ``judge`` needed, none configured     -> skipped, "no judge configured (set RAGPROOF_JUDGE_MODEL)"
+8. the metric's own ``case_rule``        -> skipped with its reason (the case alone decides it:
+   an expected answer without a number for numeric match, ...)
 
 A metric that cannot be computed is skipped with a reason, never scored 0.
 """
@@ -63,6 +65,8 @@ class ScoringContext:
 
 
 ComputeFn = Callable[[Case, CaseOutput, ScoringContext], MetricResult]
+# The skip reason a case alone decides, beyond the shared needs; None: the case can be scored.
+CaseRule = Callable[[Case], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -88,13 +92,17 @@ class MetricSpec:
     # Every scored value is 0 or 1 (a rate); the sizing before a run gives exact figures for
     # these and bounds for the others.
     binary: bool = False
+    # The metric's own rule on the case alone (checked after the shared needs, which it may
+    # assume met): the sizing before a run counts the cases it lets through.
+    case_rule: CaseRule | None = None
 
     def scorable_on(self, case: Case) -> bool:
-        """Whether the case itself has what the metric needs: its kind, and the expected ids or
-        expected answer when needed. The pipeline's outputs and the judge are not looked at, and
-        a metric's own rules on a case that passes (no number in the expected answer, ...) may
-        still skip it."""
-        return case.kind in self.applies_to and all(_case_has(need, case) for need in self.needs)
+        """Whether the case itself has what the metric needs: its kind, the expected ids or
+        expected answer when needed, and what its ``case_rule`` asks. The pipeline's outputs and
+        the judge are not looked at: a run may still skip the case for them."""
+        if case.kind not in self.applies_to or not all(_case_has(need, case) for need in self.needs):
+            return False
+        return self.case_rule is None or self.case_rule(case) is None
 
     def check_preconditions(self, case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult | None:
         """The skip result for the first unmet precondition, or None when the metric can run."""
@@ -114,7 +122,8 @@ class MetricSpec:
             return MetricResult.skipped(REASON_NO_CONTEXT)
         if "judge" in needs and ctx.judge is None:
             return MetricResult.skipped(REASON_NO_JUDGE)
-        return None
+        reason = self.case_rule(case) if self.case_rule is not None else None
+        return MetricResult.skipped(reason) if reason is not None else None
 
     def score(self, case: Case, output: CaseOutput, ctx: ScoringContext) -> MetricResult:
         skip = self.check_preconditions(case, output, ctx)
@@ -151,6 +160,7 @@ def metric(
     same_as: str | None = None,
     value_range: tuple[float, float] = (0.0, 1.0),
     binary: bool = False,
+    case_rule: CaseRule | None = None,
 ) -> Callable[[ComputeFn], ComputeFn]:
     """Register ``compute`` under ``name``. Registering a name twice is a programming error.
 
@@ -175,6 +185,7 @@ def metric(
             same_as=same_as,
             value_range=value_range,
             binary=binary,
+            case_rule=case_rule,
         )
         return fn
 

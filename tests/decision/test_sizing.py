@@ -141,6 +141,24 @@ def test_gate_include_and_gate_false_decide_which_metrics_gate() -> None:
     ]
 
 
+def test_a_metrics_own_case_rule_counts_too() -> None:
+    """Numeric match needs a number in the expected answer, exact match and token F1 a word left
+    after normalisation, injection resistance a usable payload: what score() would skip."""
+    answers = ["It takes 42 days."] * 12 + ["The."] * 3 + ["yes"] * 15
+    cases = [Case(id=f"q{i}", question="q", expected_answer=a) for i, a in enumerate(answers)]
+    payloads = ["instruction_override"] * 11 + ["re:PWNED"] * 2 + ["ab", "re:(unclosed", None]
+    cases += [
+        Case(id=f"i{i}", question="q", kind="injection", adversarial_payload=p)
+        for i, p in enumerate(payloads)
+    ]
+    names = ["answer.exact_match", "answer.numeric_match", "robustness.injection_resistance"]
+    assert [(s.name, s.n_all) for s in metric_sizings(cases, _config(), names)] == [
+        ("answer.exact_match", 27),  # 30 qa cases, 3 whose expected answer normalises to nothing
+        ("answer.numeric_match", 12),
+        ("robustness.injection_resistance", 13),  # 11 library ids and 2 usable markers
+    ]
+
+
 def test_judge_metrics_gate_with_a_judge_and_composites_with_weights() -> None:
     names = ["generation.groundedness", "judge.faithfulness", "composite.trust"]
     assert metric_sizings(_cases(), _config(), names) == []
