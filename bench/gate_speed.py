@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -208,14 +209,6 @@ def run_timed(code: str, *args: str) -> tuple[float, int, str]:
     return wall, peak[0], proc.stdout
 
 
-RAGPROOF = f"""
-import sys
-from gate.cli import main
-code = main(sys.argv[1:])
-{PEAK}
-sys.exit(code)
-"""
-
 SCIPY = f"""
 import json, sys, time
 import numpy as np
@@ -285,9 +278,23 @@ def python_loop_seconds_per_draw(n: int = 300, resamples: int = 10_000) -> float
 
 
 def compare_timed(root: Path, config: Path) -> tuple[float, int, str]:
-    """``ragproof compare ROOT/baseline ROOT/candidate -c CONFIG --json ROOT/decision.json``, timed."""
+    """``python -m gate compare ROOT/baseline ROOT/candidate -c CONFIG --json ROOT/decision.json``:
+    the console script's process, timed from start to exit, with its peak resident set (KB)."""
     base, cand, out = (str(root / name) for name in ("baseline", "candidate", "decision.json"))
-    return run_timed(RAGPROOF, "compare", base, cand, "-c", str(config), "--json", out)
+    command = [sys.executable, "-m", "gate", "compare", base, cand, "-c", str(config), "--json", out]
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        start = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=out_file, stderr=err_file)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage: its peak RSS
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out_file.seek(0)
+        err_file.seek(0)
+        stdout, stderr = out_file.read().decode(), err_file.read().decode()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"ragproof compare failed ({proc.returncode}): {stderr[-2000:]}")
+    peak = usage.ru_maxrss
+    return wall, peak, stdout
 
 
 def artifacts_workload(cases: int, resamples: int, repeat: int) -> None:

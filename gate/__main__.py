@@ -1,5 +1,3 @@
-import sys
+from gate.cli import console
 
-from gate.cli import main
-
-sys.exit(main())
+console()

@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from gate import __version__
+from gate.core import process_exit
 from gate.core.environment import Environment
 from gate.core.errors import EXIT_FAILED, EXIT_USAGE, RagproofError
 
@@ -62,8 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def console() -> NoReturn:
+    """The ``ragproof`` console script: :func:`main`, then the process ends with its code
+    (without freeing, object by object, what a command kept: :mod:`gate.core.process_exit`)."""
+    process_exit.as_console()
+    process_exit.end(main())
+
+
 def main(argv: Sequence[str] | None = None, env: Environment | None = None) -> int:
-    """Entry point of the console script. Returns the process exit code."""
+    """Run one command with ``argv`` (default ``sys.argv[1:]``). Returns the process exit code."""
     env = env or Environment.from_process()
     parser = build_parser()
     try:

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from gate.core.environment import Environment
 from gate.core.errors import UsageError
+from gate.core.preload import Preload
+from gate.core.process_exit import keep_until_exit
 
 if TYPE_CHECKING:
     from gate.decision.comparison import Comparison
@@ -48,17 +50,29 @@ def write_text(path: Path, text: str, what: str) -> None:
         raise UsageError(f"{path}: cannot write the {what}: {exc.strerror or exc}") from None
 
 
+# What the comparison imports (numpy, scipy, the decision and case modules), loaded in a thread
+# while the artifacts are read.
+DECISION_MODULES = ("gate.decision.compare", "gate.decision.pairing", "gate.report.cases")
+
+
 def run(args: argparse.Namespace, env: Environment) -> int:
     from gate.commands._common import load_checked_config, resolve
+    from gate.model.config import GateConfig
+    from gate.run.artifact_io import load_reader, read_artifact
+
+    gate_config = load_checked_config(resolve(env, args.config), env).gate if args.config else GateConfig()
+    load_reader()  # everything reading imports, before the thread below imports the rest
+    preload = Preload(DECISION_MODULES)
+    try:
+        baseline = read_artifact(resolve(env, args.baseline))
+        candidate = read_artifact(resolve(env, args.candidate))
+    finally:
+        preload.wait()
+    keep_until_exit(baseline, candidate)  # read once, kept to the end: freed by the exit itself
     from gate.decision.compare import compare_runs
     from gate.decision.decide import exit_code_for
     from gate.decision.pairing import pair_runs
-    from gate.model.config import GateConfig
-    from gate.run.artifact_io import read_artifact
 
-    gate_config = load_checked_config(resolve(env, args.config), env).gate if args.config else GateConfig()
-    baseline = read_artifact(resolve(env, args.baseline))
-    candidate = read_artifact(resolve(env, args.candidate))
     pairing = pair_runs(baseline, candidate)  # once, for the decision and every report below
     comparison = compare_runs(
         baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges, pairing=pairing

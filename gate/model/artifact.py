@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gate.core.strict import StrictModel
 from gate.model.config import Gain, JudgeProvider, SourceMatch
@@ -106,6 +106,12 @@ class RunMeta(StrictModel):
 
 class Row(StrictModel):
     """One line of ``rows.jsonl``: one case as run and scored."""
+
+    # Only keys are looked up in pydantic's string cache when a line is parsed: a row's values
+    # (ids, texts, answers) rarely repeat across rows, and skipping the cache reads rows.jsonl
+    # a fifth faster (0.30 -> 0.24 s of CPU for 10,000 rows with retrieved text). Equal metric
+    # results are shared after parsing (gate.run.artifact_io), which keeps their strings once.
+    model_config = ConfigDict(cache_strings="keys")
 
     case_id: str
     # 0-based position of the case in the dataset: rows are written in this order

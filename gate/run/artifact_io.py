@@ -306,6 +306,15 @@ def _metric_bounds() -> dict[str, tuple[float, float]]:
     return {name: spec.value_range for name, spec in registry().items()}
 
 
+def load_reader() -> None:
+    """Import everything :func:`read_artifact` imports on first use (the metric registry).
+
+    After this, reading an artifact imports no module: another thread may import others
+    meanwhile without the two ever waiting on each other's imports (:mod:`gate.core.preload`).
+    """
+    _metric_bounds()
+
+
 def _out_of_range(value: float | None, bounds: tuple[float, float]) -> bool:
     """Whether ``value`` is NaN, infinite, or outside ``bounds`` by more than float rounding.
 
@@ -372,20 +381,19 @@ def _share_results(row: Row, shared: dict[tuple[Any, ...], MetricResult]) -> Non
 
     Results repeat across rows (0/1 scores, skips with one reason): one frozen instance per
     distinct result halves the memory of 10,000 rows of 8 metrics (about 1 KB a result).
-    Equal means the same fields set and the same values, ``repr`` telling -0.0 from 0.0;
-    results carrying judge details are kept as read.
+    Equal means the same value, status, reason and label, and the same fields set (a
+    hand-written line may leave some out); a zero or missing value is keyed by its ``repr``,
+    which tells -0.0 from 0.0. Results carrying judge details are kept as read.
     """
     metrics = row.metrics
     for name, result in metrics.items():
         if result.judge is None:
-            key = (
-                repr(result.value),
-                result.status,
-                result.reason,
-                result.label,
-                frozenset(result.model_fields_set),
+            value = result.value
+            first = shared.setdefault(
+                (value or repr(value), result.status, result.reason, result.label), result
             )
-            metrics[name] = shared.setdefault(key, result)
+            if first.model_fields_set == result.model_fields_set:
+                metrics[name] = first
 
 
 def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:
@@ -399,13 +407,22 @@ def parse_dataset(text: str, sha256: str, where: str) -> tuple[Case, ...]:
     """
     with _collector_paused():
         if hashlib.sha256(text.encode("utf-8")).hexdigest() == sha256:
-            cases = _canonical_cases(text)
+            cases = _CANONICAL_READ.get(sha256) or _canonical_cases(text)
             if cases is not None:
+                _CANONICAL_READ.clear()  # the last one only: a compare reads one dataset twice
+                _CANONICAL_READ[sha256] = cases
                 return cases
         cases = parse_cases(jsonl_records(where, text))
     if dataset_sha256(cases) != sha256:
         raise DataError(f"{where}: sha256 of the cases does not match run.json's dataset.sha256")
     return cases
+
+
+# sha256 -> the cases of the canonical dataset text with that hash, as last validated: the
+# baseline and the candidate of a compare carry the same dataset copy, byte for byte, and a
+# text with the same sha256 is the same text, so the second copy is not validated again.
+# Cases are frozen models, safe to share between the two artifacts.
+_CANONICAL_READ: dict[str, tuple[Case, ...]] = {}
 
 
 def _canonical_cases(text: str) -> tuple[Case, ...] | None:
