@@ -40,6 +40,12 @@ Usage::
 
     nice -n 10 python bench/verdict.py [--replicates 300] [--resamples 2000] [--cli 10]
                                        [--scenario null slice whole monotone clusters power]
+                                       [--only TEXT]
+
+``--only TEXT`` keeps, of the ``null``, ``slice`` and ``whole`` scenarios, the runs whose label
+contains TEXT (``--scenario whole --only 200`` runs the 200-case drop alone). Each run draws from
+its own seed, so skipping the others changes no figure, and the first R replicates of a longer
+run are the R replicates of a shorter one: same seed and options, same figures.
 """
 
 from __future__ import annotations
@@ -263,7 +269,11 @@ def scenario(
     replicates: int,
     cli: int,
     seed: int,
-) -> Tally:
+    only: str = "",
+) -> Tally | None:
+    """``replicates`` verdicts drawn from ``seed``; skipped (None) unless ``label`` contains ``only``."""
+    if only not in label:
+        return None
     rng = np.random.default_rng(seed)
     tally = Tally(label)
     start = time.perf_counter()
@@ -289,7 +299,7 @@ def scenario(
     return tally
 
 
-def null_family(config: GateConfig, replicates: int, cli: int) -> None:
+def null_family(config: GateConfig, replicates: int, cli: int, only: str = "") -> None:
     for metrics in (6, 15):
         design = Design(metrics=metrics)
         gates = metrics * 8
@@ -300,10 +310,11 @@ def null_family(config: GateConfig, replicates: int, cli: int) -> None:
             replicates,
             cli,
             seed=metrics,
+            only=only,
         )
 
 
-def slice_drops(config: GateConfig, replicates: int, cli: int) -> None:
+def slice_drops(config: GateConfig, replicates: int, cli: int, only: str = "") -> None:
     design = Design()
     for lost in (8, 5):
         for churn in (0.0, 0.10):
@@ -317,7 +328,7 @@ def slice_drops(config: GateConfig, replicates: int, cli: int) -> None:
             )
 
 
-def whole_drops(config: GateConfig, replicates: int, cli: int) -> None:
+def whole_drops(config: GateConfig, replicates: int, cli: int, only: str = "") -> None:
     small = Design(n=60, small=10)
     scenario(
         "whole run of 60 loses 6 (-0.10), no churn",
@@ -326,6 +337,7 @@ def whole_drops(config: GateConfig, replicates: int, cli: int) -> None:
         replicates,
         cli,
         seed=200,
+        only=only,
     )
     scenario(
         "whole run of 200 loses 20 (-0.10), churn 10%",
@@ -334,6 +346,7 @@ def whole_drops(config: GateConfig, replicates: int, cli: int) -> None:
         replicates,
         cli,
         seed=201,
+        only=only,
     )
 
 
@@ -452,14 +465,17 @@ def main() -> None:
         nargs="*",
         default=["null", "slice", "whole", "monotone", "clusters", "power"],
     )
+    parser.add_argument(
+        "--only", default="", help="of null, slice and whole, run only the labels containing this text"
+    )
     args = parser.parse_args()
     config = GateConfig(resamples=args.resamples)
     if "null" in args.scenario:
-        null_family(config, args.replicates, args.cli)
+        null_family(config, args.replicates, args.cli, args.only)
     if "slice" in args.scenario:
-        slice_drops(config, args.replicates, args.cli)
+        slice_drops(config, args.replicates, args.cli, args.only)
     if "whole" in args.scenario:
-        whole_drops(config, args.replicates, args.cli)
+        whole_drops(config, args.replicates, args.cli, args.only)
     if "monotone" in args.scenario:
         monotone(config, args.replicates)
     if "clusters" in args.scenario:
