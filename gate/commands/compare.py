@@ -52,7 +52,12 @@ def write_text(path: Path, text: str, what: str) -> None:
 
 # What the comparison imports (numpy, scipy, the decision and case modules), loaded in a thread
 # while the artifacts are read.
-DECISION_MODULES = ("gate.decision.compare", "gate.decision.pairing", "gate.report.cases", "gate.report.terminal")
+DECISION_MODULES = (
+    "gate.decision.compare",
+    "gate.decision.pairing",
+    "gate.report.cases",
+    "gate.report.terminal",
+)
 
 
 def run(args: argparse.Namespace, env: Environment) -> int:

@@ -18,6 +18,7 @@ whose case failed (adapter error, timeout) carry no scores; they enter only the
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -740,12 +741,14 @@ def _top_drops(rows: list[Row], columns_of: dict[str, MetricColumns]) -> list[Ca
     with np.errstate(invalid="ignore"):
         drops = np.where(np.isnan(stack), 0.0, -stack)
     worst = drops.max(axis=1)
-    order = sorted(
-        (i for i in range(len(rows)) if worst[i] > 0),
-        key=lambda i: (-worst[i], -drops[i].sum(), rows[i].case_id),
+    total = drops.sum(axis=1)
+    hits = np.flatnonzero(worst > 0).tolist()
+    # The TOP_DROPS smallest of (-worst, -total drop, case id): worst first, ties by the total.
+    keys = zip(
+        (-worst[hits]).tolist(), (-total[hits]).tolist(), (rows[i].case_id for i in hits), hits, strict=True
     )
     out = []
-    for i in order[:TOP_DROPS]:
+    for i in (key[-1] for key in heapq.nsmallest(TOP_DROPS, keys)):
         per_metric = {
             gated[j]: float(drops[i, j]) for j in np.argsort(-drops[i], kind="stable") if drops[i, j] > 0
         }

@@ -51,8 +51,18 @@ def slice_keys(row: Row, slices: Sequence[str]) -> list[str]:
 def slice_masks(rows: Sequence[Row], slices: Sequence[str]) -> dict[str, np.ndarray]:
     """Slice key -> boolean membership mask over ``rows``: ``all`` first, then the keys sorted."""
     members: dict[str, list[int]] = {}
+    # Rows of one kind with the same tags share their keys (unless a metadata field slices).
+    by_signature = not any(d.startswith("metadata.") for d in slices)
+    keys_of: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for i, row in enumerate(rows):
-        for key in slice_keys(row, slices):
+        if by_signature:
+            signature = (row.kind, tuple(row.tags))
+            keys = keys_of.get(signature)
+            if keys is None:
+                keys = keys_of[signature] = slice_keys(row, slices)
+        else:
+            keys = slice_keys(row, slices)
+        for key in keys:
             members.setdefault(key, []).append(i)
     masks: dict[str, np.ndarray] = {}
     for key in [ALL_SLICE] + sorted(k for k in members if k != ALL_SLICE):
