@@ -193,11 +193,12 @@ def _integer_scale(column: np.ndarray, bound: float) -> int | None:
     Then every partial sum of counts times ``v L`` is an integer below 2^24, exact in float32
     in any summation order, and the column's product runs at float32 speed.
     """
-    top = float(np.max(np.abs(column), initial=0.0))
+    nonzero = column[column != 0]  # zeros are integers at any scale (most paired differences)
+    top = float(np.max(np.abs(nonzero), initial=0.0))
     for scale in _FRACTION_SCALES:
         if top * scale * bound >= _FLOAT32_EXACT:
             return None
-        scaled = column * scale
+        scaled = nonzero * scale
         if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9):
             return scale
     return None
