@@ -17,8 +17,8 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 def known_metric_names() -> list[str]:
     """Every name a config may use for a metric: the registry's and the adapter-failure gate's."""
-    from gate.decision.decide import FAILURE_RATE_METRIC
     from gate.metrics import registry
+    from gate.model.artifact import FAILURE_RATE_METRIC
 
     return [*registry(), FAILURE_RATE_METRIC]
 

@@ -38,7 +38,6 @@ from gate.decision.comparison import (
     Settings,
 )
 from gate.decision.decide import (
-    FAILURE_RATE_METRIC,
     MetricPolicy,
     counts_toward_overall,
     gate_cause,
@@ -53,7 +52,7 @@ from gate.decision.pairing import Direction, Pairing, feasible, metric_direction
 from gate.decision.verdict import comparison_verdict
 from gate.metrics import registry
 from gate.metrics.base import MetricSpec
-from gate.model.artifact import Row, RunArtifact
+from gate.model.artifact import FAILURE_RATE_METRIC, Row, RunArtifact
 from gate.model.config import GateConfig
 from gate.model.slices import ALL_SLICE, slice_gates
 from gate.stats import (

@@ -38,15 +38,13 @@ from typing import Literal
 import numpy as np
 
 from gate.core.errors import EXIT_FAILED, EXIT_OK
+from gate.model.artifact import FAILURE_RATE_METRIC
 from gate.model.config import GateConfig
 
 Decision = Literal["pass", "review", "block", "skipped"]
 Overall = Literal["pass", "review", "block"]
 # The comparison's overall result: "none" when nothing could be compared (see nothing_compared)
 Outcome = Literal["pass", "review", "block", "none"]
-
-# The gate over row failures (adapter errors and timeouts); values are 1 per failed case.
-FAILURE_RATE_METRIC = "adapter.failure_rate"
 
 _SEVERITY: dict[str, int] = {"skipped": 0, "pass": 1, "review": 2, "block": 3}
 

@@ -36,13 +36,12 @@ import numpy as np
 
 from gate.core.errors import NotComparableError
 from gate.decision.comparison import DatasetChange
-from gate.decision.decide import FAILURE_RATE_METRIC
 from gate.metrics import registry
 from gate.metrics.base import REASON_NO_ANSWER, REASON_NO_CONTEXT, REASON_NO_RETRIEVE, MetricSpec
 from gate.metrics.diagnostics import REASON_ANSWER_NO_TOKENS, REASON_EMPTY_ANSWER
 from gate.metrics.diagnostics import REASON_EMPTY_CONTEXT as REASON_EMPTY_DIAGNOSTIC_CONTEXT
 from gate.metrics.judged import REASON_EMPTY_CONTEXT as REASON_EMPTY_JUDGED_CONTEXT
-from gate.model.artifact import Row, RunArtifact
+from gate.model.artifact import FAILURE_RATE_METRIC, Row, RunArtifact
 from gate.model.slices import ALL_SLICE, slice_masks
 
 # Skip reasons that say the run's own output lacked what the metric needs.

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 
 from gate.decision.comparison import GateRef, GateResult, Verdict
 from gate.decision.decide import (
-    FAILURE_RATE_METRIC,
     UNCONFIRMED_WORSE,
     Accepted,
     GateCause,
     Outcome,
     VerdictCause,
 )
+from gate.model.artifact import FAILURE_RATE_METRIC
 from gate.model.slices import ALL_SLICE
 
 

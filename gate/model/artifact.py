@@ -30,6 +30,10 @@ SUMMARY_FILE = "summary.json"
 DATASET_FILE = "dataset.jsonl"
 MAX_DATASET_BYTES = 200_000_000
 
+# The gate over row failures (adapter errors and timeouts), a metric of its own in a comparison:
+# 1 per failed case.
+FAILURE_RATE_METRIC = "adapter.failure_rate"
+
 RunStatus = Literal["complete", "aborted:budget", "partial"]
 RowStatus = Literal["ok", "adapter_error", "timeout"]
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gate.decision.comparison import Comparison, GateResult
-from gate.decision.decide import FAILURE_RATE_METRIC, GateCause
+from gate.decision.decide import GateCause
 from gate.decision.pairing import PairedColumn, Pairing, pair_runs
 from gate.metrics.retrieval import expected_flags
-from gate.model.artifact import Row, RunArtifact
+from gate.model.artifact import FAILURE_RATE_METRIC, Row, RunArtifact
 
 
 @dataclass(frozen=True)
