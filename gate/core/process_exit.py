@@ -5,9 +5,8 @@ metric results). Freeing them one at a time when the command returns, then teari
 interpreter down, takes 0.15 s of a 2 s command; the operating system reclaims the memory at
 once. A command that reads large data hands it to :func:`keep_until_exit`; the console script
 (:func:`gate.cli.console`) then flushes the standard streams, runs the ``atexit`` handlers and
-ends the process with :func:`os._exit`. Everything else (tests calling ``gate.cli.main``,
-commands that kept nothing) ends the normal way, and kept objects are released by
-:func:`release`.
+ends the process with :func:`os._exit`. A command that kept nothing ends the normal way
+(``sys.exit``), and outside the console script (a test calling ``gate.cli.main``) nothing is kept.
 
 Kept objects are also moved out of the cyclic garbage collector's reach (:func:`gc.freeze`):
 they live until the process ends, and each full collection would otherwise walk all of them.
@@ -40,12 +39,6 @@ def keep_until_exit(*objects: object) -> None:
     if _console:
         _kept.extend(objects)
         gc.freeze()
-
-
-def release() -> None:
-    """Drop every kept object and let the collector see them again."""
-    _kept.clear()
-    gc.unfreeze()
 
 
 def end(code: int) -> NoReturn:
