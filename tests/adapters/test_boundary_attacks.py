@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from github_helpers import REPO_ROOT
-from test_security_attacks import _install_read_only, _runs_as_sandbox_user
+from test_security_attacks import _install_read_only, _push_action_env, _runs_as_sandbox_user
 
 from gate.boundary.sandbox import processes_of
 
@@ -108,31 +108,16 @@ def scene() -> Iterator[Scene]:
 
 def _action(scene: Scene, settings: dict[str, Any]) -> subprocess.CompletedProcess[str]:
     (scene.workspace / "settings.json").write_text(json.dumps(settings))
-    event = scene.base / "runner" / "event.json"
-    repository = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
-    event.write_text(json.dumps({"ref": "refs/heads/main", "after": "c1" * 20, "repository": repository}))
     env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(scene.base / "runner"),
-        "PYTHONPATH": str(scene.base / "code"),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "CI": "true",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_EVENT_NAME": "push",
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": "acme/rag",
-        "GITHUB_API_URL": "http://127.0.0.1:9",
-        "GITHUB_SHA": "c1" * 20,
-        "GITHUB_REF": "refs/heads/main",
-        "GITHUB_RUN_ID": "9002",
-        "GITHUB_WORKSPACE": str(scene.workspace),
-        "RUNNER_TEMP": str(scene.base / "runner" / "temp"),
-        "INPUT_MODE": "run",
-        "INPUT_CONFIG": "ragproof.yaml",
-        "INPUT_OUT": ".ragproof/run",
-        "INPUT_INSTALL": f"{PYTHON} swapper.py daemon settings.json",
+        **_push_action_env(
+            scene.base / "runner",
+            scene.workspace,
+            scene.base / "code",
+            {name: scene.file_commands / file for name, file in FILE_COMMANDS.items()},
+            run_id="9002",
+            install=f"{PYTHON} swapper.py daemon settings.json",
+        ),
         "RAGPROOF_PIPELINE_UID": str(UID),
-        **{name: str(scene.file_commands / file) for name, file in FILE_COMMANDS.items()},
     }
     return subprocess.run(
         [sys.executable, "-m", "gate", "action"],

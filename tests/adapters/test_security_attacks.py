@@ -167,6 +167,41 @@ def base(read_only_install: Path) -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
+def _push_action_env(
+    runner: Path, workspace: Path, code: Path, file_commands: dict[str, Path], *, run_id: str, install: str
+) -> dict[str, str]:
+    """The environment the runner gives ``ragproof action`` (mode run) on a push to main, the
+    push event written to ``runner/event.json``: ``code`` is ragproof's install (its
+    PYTHONPATH), ``file_commands`` the GITHUB_* file-command variables and their files."""
+    event = runner / "event.json"
+    repository = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
+    event.write_text(json.dumps({"ref": "refs/heads/main", "after": "c1" * 20, "repository": repository}))
+    return {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(runner),
+        "PYTHONPATH": str(code),
+        # as the image's install, compiled once: the action (root) writes no __pycache__ there
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "acme/rag",
+        "GITHUB_API_URL": "http://127.0.0.1:9",
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_SHA": "c1" * 20,
+        "GITHUB_REF": "refs/heads/main",
+        "GITHUB_RUN_ID": run_id,
+        "GITHUB_WORKSPACE": str(workspace),
+        "RUNNER_TEMP": str(runner / "temp"),
+        "INPUT_MODE": "run",
+        "INPUT_CONFIG": "ragproof.yaml",
+        "INPUT_OUT": ".ragproof/run",
+        "INPUT_INSTALL": install,
+        **{name: str(path) for name, path in file_commands.items()},
+    }
+
+
 def _attack(
     base: Path,
     adapter: str,
@@ -196,9 +231,6 @@ def _attack(
     for name in FILE_COMMANDS.values():
         (file_commands / name).write_text("")
         (file_commands / name).chmod(0o644)  # as the runner leaves them, whatever the umask
-    event = runner / "event.json"
-    repository = {"id": 1001, "full_name": "acme/rag", "default_branch": "main"}
-    event.write_text(json.dumps({"ref": "refs/heads/main", "after": "c1" * 20, "repository": repository}))
     values = {
         name: f"RPSECRET-{secrets.token_hex(8)}"
         for name in (
@@ -208,28 +240,14 @@ def _attack(
         )
     }  # fmt: skip
     env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(runner),
-        "PYTHONPATH": str((base / "code").resolve()),
-        # as the image's install, compiled once: the action (root) writes no __pycache__ there
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "CI": "true",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_EVENT_NAME": "push",
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_REPOSITORY": "acme/rag",
-        "GITHUB_API_URL": "http://127.0.0.1:9",
-        "GITHUB_SERVER_URL": "https://github.example",
-        "GITHUB_SHA": "c1" * 20,
-        "GITHUB_REF": "refs/heads/main",
-        "GITHUB_RUN_ID": "9001",
-        "GITHUB_WORKSPACE": str(workspace),
-        "RUNNER_TEMP": str(runner / "temp"),
-        "INPUT_MODE": "run",
-        "INPUT_CONFIG": "ragproof.yaml",
-        "INPUT_OUT": ".ragproof/run",
-        "INPUT_INSTALL": install,
-        **{name: str(file_commands / file) for name, file in FILE_COMMANDS.items()},
+        **_push_action_env(
+            runner,
+            workspace,
+            (base / "code").resolve(),
+            {name: file_commands / file for name, file in FILE_COMMANDS.items()},
+            run_id="9001",
+            install=install,
+        ),
         **values,
     }
     if switch_user:
