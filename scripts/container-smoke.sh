@@ -169,6 +169,36 @@ run_action() { # EVENT_NAME SHA REF API_URL TOKEN
         "$IMAGE"
 }
 
+# A push to main, run by the image in mode run as the runner runs the action: DIR holds
+# workspace/, workflow/ and file_commands/; the exit code, stdout and stderr go to DIR/exit,
+# DIR/stdout and DIR/stderr. Further arguments (volumes, -e NAME=VALUE) go to podman.
+push_run() { # DIR RUN_ID INSTALL [PODMAN_ARG...]
+    local dir="$1" run_id="$2" install="$3"
+    shift 3
+    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\", \"repository\": {\"id\": 1001, \"full_name\": \"acme/rag\", \"default_branch\": \"main\"}}" \
+        >"$dir/workflow/event.json"
+    for f in set_env set_output add_path save_state step_summary; do : >"$dir/file_commands/$f"; done
+    set +e
+    podman run --rm --network host \
+        -v "$dir/workspace:/github/workspace" -w /github/workspace \
+        -v "$dir/workflow:/github/workflow" \
+        -v "$dir/file_commands:/github/file_commands" \
+        -e CI=true -e GITHUB_ACTIONS=true \
+        -e GITHUB_EVENT_NAME=push -e GITHUB_EVENT_PATH=/github/workflow/event.json \
+        -e GITHUB_SHA="$MAIN_SHA" -e GITHUB_REF=refs/heads/main \
+        -e GITHUB_REPOSITORY=acme/rag -e GITHUB_API_URL=http://127.0.0.1:9 \
+        -e GITHUB_SERVER_URL=https://github.example -e GITHUB_RUN_ID="$run_id" \
+        -e GITHUB_WORKSPACE=/github/workspace \
+        -e GITHUB_ENV=/github/file_commands/set_env -e GITHUB_OUTPUT=/github/file_commands/set_output \
+        -e GITHUB_PATH=/github/file_commands/add_path -e GITHUB_STATE=/github/file_commands/save_state \
+        -e GITHUB_STEP_SUMMARY=/github/file_commands/step_summary \
+        -e INPUT_CONFIG=ragproof.yaml -e INPUT_MODE=run -e INPUT_OUT=.ragproof/run \
+        -e "INPUT_INSTALL=$install" "$@" \
+        "$IMAGE" >"$dir/stdout" 2>"$dir/stderr"
+    echo $? >"$dir/exit"
+    set -e
+}
+
 # The hostile pipeline, run the way the runner runs the action, with default capabilities.
 SECRET_NAMES=(INPUT_GITHUB-TOKEN GITHUB_TOKEN ACTIONS_RUNTIME_TOKEN ACTIONS_ID_TOKEN_REQUEST_TOKEN
     ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_CACHE_URL ACTIONS_RESULTS_URL OPENAI_API_KEY DEPLOY_PASSWORD)
@@ -183,9 +213,6 @@ hostile_run() { # KIND ADAPTER_YAML INSTALL
         '{"id": "case-2", "question": "fact 2?", "expected_source_ids": ["doc-1"]}' >"$dir/workspace/cases.jsonl"
     printf 'version: 1\ndataset: cases.jsonl\nadapter:\n%s  timeout_s: 120\n  concurrency: 1\n  retries: 0\nrun:\n  k: 1\n  metrics: [retrieval.hit_rate_at_k]\n' \
         "$2" >"$dir/workspace/ragproof.yaml"
-    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\", \"repository\": {\"id\": 1001, \"full_name\": \"acme/rag\", \"default_branch\": \"main\"}}" \
-        >"$dir/workflow/event.json"
-    for f in set_env set_output add_path save_state step_summary; do : >"$dir/file_commands/$f"; done
     local secret_args=() name
     : >"$dir/secrets"
     for name in "${SECRET_NAMES[@]}"; do
@@ -193,25 +220,7 @@ hostile_run() { # KIND ADAPTER_YAML INSTALL
         secret_args+=(-e "$name=$value")
         printf '%s=%s\n' "$name" "$value" >>"$dir/secrets"
     done
-    set +e
-    podman run --rm --network host \
-        -v "$dir/workspace:/github/workspace" -w /github/workspace \
-        -v "$dir/workflow:/github/workflow" \
-        -v "$dir/file_commands:/github/file_commands" \
-        -e CI=true -e GITHUB_ACTIONS=true \
-        -e GITHUB_EVENT_NAME=push -e GITHUB_EVENT_PATH=/github/workflow/event.json \
-        -e GITHUB_SHA="$MAIN_SHA" -e GITHUB_REF=refs/heads/main \
-        -e GITHUB_REPOSITORY=acme/rag -e GITHUB_API_URL=http://127.0.0.1:9 \
-        -e GITHUB_SERVER_URL=https://github.example -e GITHUB_RUN_ID=4243 \
-        -e GITHUB_WORKSPACE=/github/workspace \
-        -e GITHUB_ENV=/github/file_commands/set_env -e GITHUB_OUTPUT=/github/file_commands/set_output \
-        -e GITHUB_PATH=/github/file_commands/add_path -e GITHUB_STATE=/github/file_commands/save_state \
-        -e GITHUB_STEP_SUMMARY=/github/file_commands/step_summary \
-        -e INPUT_CONFIG=ragproof.yaml -e INPUT_MODE=run -e INPUT_OUT=.ragproof/run \
-        -e "INPUT_INSTALL=$3" "${secret_args[@]}" \
-        "$IMAGE" >"$dir/stdout" 2>"$dir/stderr"
-    echo $? >"$dir/exit"
-    set -e
+    push_run "$dir" 4243 "$3" "${secret_args[@]}"
     "$PYTHON" - "$dir" "$kind" "$ROOT/tests" <<'PY'
 import json
 import sys
@@ -286,27 +295,7 @@ boundary_run() { # NAME LINK
  "log_target": "/opt/ragproof/lib/python3*/site-packages/gate/report/markdown.py",
  "summary_target": "/github/file_commands/set_env"}' >"$dir/workspace/settings.json"
     if [ "$2" = link ]; then ln -s /opt/pipeline "$dir/workspace/.ragproof"; fi
-    printf '%s\n' "{\"ref\": \"refs/heads/main\", \"after\": \"$MAIN_SHA\", \"repository\": {\"id\": 1001, \"full_name\": \"acme/rag\", \"default_branch\": \"main\"}}" \
-        >"$dir/workflow/event.json"
-    for f in set_env set_output step_summary; do : >"$dir/file_commands/$f"; done
-    set +e
-    podman run --rm --network host \
-        -v "$dir/workspace:/github/workspace" -w /github/workspace \
-        -v "$dir/workflow:/github/workflow" -v "$dir/file_commands:/github/file_commands" \
-        -v "$dir/daemon:/github/daemon" \
-        -e CI=true -e GITHUB_ACTIONS=true \
-        -e GITHUB_EVENT_NAME=push -e GITHUB_EVENT_PATH=/github/workflow/event.json \
-        -e GITHUB_SHA="$MAIN_SHA" -e GITHUB_REF=refs/heads/main \
-        -e GITHUB_REPOSITORY=acme/rag -e GITHUB_API_URL=http://127.0.0.1:9 \
-        -e GITHUB_SERVER_URL=https://github.example -e GITHUB_RUN_ID=4244 \
-        -e GITHUB_WORKSPACE=/github/workspace \
-        -e GITHUB_ENV=/github/file_commands/set_env -e GITHUB_OUTPUT=/github/file_commands/set_output \
-        -e GITHUB_STEP_SUMMARY=/github/file_commands/step_summary \
-        -e INPUT_CONFIG=ragproof.yaml -e INPUT_MODE=run -e INPUT_OUT=.ragproof/run \
-        -e "INPUT_INSTALL=python swapper.py daemon settings.json" \
-        "$IMAGE" >"$dir/stdout" 2>"$dir/stderr"
-    echo $? >"$dir/exit"
-    set -e
+    push_run "$dir" 4244 "python swapper.py daemon settings.json" -v "$dir/daemon:/github/daemon"
     "$PYTHON" - "$dir" "$2" <<'PY'
 import sys
 from pathlib import Path
