@@ -38,6 +38,7 @@ from gate.stats.resampling import (
     BootstrapResult,
     _as_matrix,
     _cluster_codes,
+    _mean_sd,
     _unit_sums,
     upper_quantile,
 )
@@ -474,11 +475,7 @@ def column_facts(
     present = ~np.isnan(data)
     filled = np.where(present, data, 0.0)
     n = present.sum(axis=0).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        estimate = filled.sum(axis=0) / n
-        centred = np.where(present, data - estimate, 0.0)
-        sd = np.sqrt((centred**2).sum(axis=0) / (n - 1))
-    sd = np.where(n > 1, sd, np.nan)
+    estimate, sd = _mean_sd(data, present, filled, n)
     improved = (filled == 1.0).sum(axis=0)
     worsened = (filled == -1.0).sum(axis=0)
     nonzero_cases = (filled != 0).sum(axis=0)
