@@ -103,6 +103,12 @@ class _Gate:
         self.policy, self.key, self.mask, self.gating = policy, key, mask, gating
 
 
+def pairs_floor(gate_config: GateConfig) -> int:
+    """The fewest pairs a gate is decided on: ``gate.min_pairs``, else the smallest n the
+    simulation suite calibrates (:data:`gate.stats.CALIBRATED_MIN_PAIRS`)."""
+    return gate_config.min_pairs if gate_config.min_pairs is not None else CALIBRATED_MIN_PAIRS
+
+
 def compare_runs(
     baseline: RunArtifact,
     candidate: RunArtifact,
@@ -128,7 +134,7 @@ def compare_runs(
         for c in columns_of.values()
         for key, mask in masks.items()
     ]
-    floor = gate_config.min_pairs if gate_config.min_pairs is not None else CALIBRATED_MIN_PAIRS
+    floor = pairs_floor(gate_config)
     cluster_field, cluster_source = resolve_cluster_by(paired.candidate_rows, gate_config.cluster_by)
     clusters = cluster_labels(paired.candidate_rows, cluster_field) if cluster_field else None
     gate_results, family = decide_gates(gates, columns_of, gate_config, floor, clusters)

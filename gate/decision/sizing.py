@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gate.decision.compare import direction_policy, skipped_by_design
+from gate.decision.compare import direction_policy, pairs_floor, skipped_by_design
 from gate.decision.pairing import spec_direction
 from gate.metrics import registry
 from gate.metrics.base import MetricSpec
@@ -41,7 +41,7 @@ from gate.model.artifact import Row
 from gate.model.config import Config, GateConfig
 from gate.model.dataset import Case
 from gate.model.slices import ALL_SLICE, slice_gates, slice_masks
-from gate.stats import CALIBRATED_MIN_PAIRS, POWER, normal_quantile, pairs_needed
+from gate.stats import POWER, normal_quantile, pairs_needed
 
 CHURNS = (0.05, 0.10)
 
@@ -91,7 +91,7 @@ def metric_sizings(cases: Sequence[Case], config: Config, metric_names: Sequence
     """Per gating metric: the cases it can be scored on in ``all`` and in its smallest gating
     slice with at least min_pairs of them (ties go to the first key in sort order)."""
     gate = config.gate
-    floor = gate.min_pairs if gate.min_pairs is not None else CALIBRATED_MIN_PAIRS
+    floor = pairs_floor(gate)
     rows = [
         Row(case_id=c.id, kind=c.kind, tags=list(c.tags), metadata=dict(c.metadata), status="ok")
         for c in cases
@@ -152,7 +152,7 @@ def sizing_lines(cases: Sequence[Case], config: Config, metric_names: Sequence[s
     """A header stating the churn assumption and the cases the margin needs, then one line per
     group of gating metrics with the same figures (in registry order of their first metric)."""
     gate = config.gate
-    floor = gate.min_pairs if gate.min_pairs is not None else CALIBRATED_MIN_PAIRS
+    floor = pairs_floor(gate)
     churns = " / ".join(f"{c:.0%}" for c in CHURNS)
     lines = [
         f"sizing, if {churns} of the cases change between runs with no net effect: "
