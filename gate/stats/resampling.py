@@ -29,7 +29,10 @@ runs one thread per product (two levels of threads on the same cores only spin).
 less than 1e-9 of the column's largest magnitude; point estimates use the unrounded values.
 Denominators (integer counts) and columns of small fractions (0/1 scores, k-ths: values times
 a small L are integers) are multiplied as integers in float32, exact while every partial sum
-stays below 2^24, at twice the speed; the rest in float64.
+stays below 2^24, at twice the speed. The rest are integers on their grid too: sparse ones are
+multiplied in float64 over their nonzero units, dense ones in float32 as limbs of a few bits
+each (base 2^10 at 10,000 units), joined back exactly in float64 -- the same bits as a float64
+product, without a float64 copy of the counts.
 
 Memory: a task holds one group of count blocks (about ``TASK_CELLS`` cells, at least one
 block; 8 bytes a cell for the counts plus 12 for one block's draws and their positions), worker threads are limited so that
@@ -139,18 +142,21 @@ def _block_counts(seed: int, block: int, out: np.ndarray) -> None:
     np.add.at(out.reshape(-1), flat.reshape(-1), out.dtype.type(1))
 
 
-def _exact_grid(values: np.ndarray, max_multiplier: float) -> np.ndarray:
-    """Round each column onto a power-of-two grid so sums up to ``max_multiplier * max|x|`` are exact."""
+def _exact_grid(values: np.ndarray, max_multiplier: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each column rounded onto a power-of-two grid so that sums up to ``max_multiplier * max|x|``
+    are exact, and each column's grid step (0 for a column of zeros or non-finite values, left
+    as they are)."""
     out = values.copy()
+    steps = np.zeros(values.shape[1])
     peak = np.max(np.abs(values), axis=0) if values.size else np.zeros(values.shape[1])
     for j, top in enumerate(peak):
         if top == 0 or not np.isfinite(top):
             continue
         exponent = math.ceil(math.log2(top)) + math.ceil(math.log2(max(max_multiplier, 1.0))) - 52
         # Below 2^-1074 there is no float64 grid: subnormal columns are already on the finest one.
-        step = 2.0 ** max(exponent, -1074)
+        steps[j] = step = 2.0 ** max(exponent, -1074)
         out[:, j] = np.round(values[:, j] / step) * step
-    return out
+    return out, steps
 
 
 def _unit_sums(
@@ -253,11 +259,68 @@ def _float64_product(
     return out
 
 
-def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+def _limb_base(n_units: int) -> int:
+    """The largest power of two ``D`` with ``n_units * (D - 1) < 2^24`` (1: no such limbs)."""
+    if n_units < 1:
+        return 1
+    return 1 << max(0, int(math.floor(math.log2((_FLOAT32_EXACT - 1) / n_units))))
+
+
+def _limb_split(sums: np.ndarray, steps: np.ndarray, base: int) -> tuple[np.ndarray, int] | None:
+    """Columns on their exact grid split into integer limbs that float32 multiplies exactly.
+
+    A column's unit sums are integers ``m`` times its grid ``step``, with ``sum_u c_u |m_u| <=
+    2^52`` for any resample's counts (the grid's promise). Written in ``base`` (``D``, from
+    :func:`_limb_base`) as ``m = sign(m) * sum_k d_k D^k`` with digits ``0 <= d_k < D``, each
+    limb column ``sign(m) d_k`` times counts that add up to ``n_units`` stays below 2^24 in
+    every partial sum: exact in float32, in any order. :func:`_join_limbs` adds the limb sums
+    back in float64, exactly.
+
+    Returns (units x limbs*columns, limb-major: limb k of column j at ``k * columns + j``) in
+    float32 and the number of limbs, or None when there are no columns, a column has no grid
+    (``steps`` 0), or ``base`` is below 2 (too many units): the caller multiplies in float64.
+    """
+    if base < 2 or sums.shape[1] == 0 or not np.all(steps > 0):
+        return None
+    scaled = sums / steps
+    if not np.array_equal(scaled, np.round(scaled)):  # not on the grid after all
+        return None
+    magnitude = np.abs(scaled).astype(np.int64)
+    width = base.bit_length() - 1
+    limbs = max(1, -(-int(magnitude.max()).bit_length() // width))
+    sign = np.sign(scaled)
+    parts = [sign * ((magnitude >> (width * k)) & (base - 1)) for k in range(limbs)]
+    return np.hstack(parts).astype(np.float32), limbs
+
+
+def _join_limbs(limb_sums: np.ndarray, limbs: int, base: int, steps: np.ndarray) -> np.ndarray:
+    """Count-weighted column sums from their limb sums (resamples x limbs*columns, limb-major,
+    integers in float64): Horner's rule from the top limb, then each column's step.
+
+    Every partial result is an integer of magnitude at most ``sum_u c_u |m_u| <= 2^52``, so
+    each operation is exact and the result has the bits of the exact sum, which is what the
+    float64 product gives on the same grid.
+    """
+    columns = steps.shape[0]
+    total = limb_sums[:, (limbs - 1) * columns :].copy()
+    for k in range(limbs - 2, -1, -1):
+        total *= base
+        total += limb_sums[:, k * columns : (k + 1) * columns]
+    total *= steps
+    return total
+
+
+def _resample_means(
+    sums: np.ndarray, weights: np.ndarray, steps: np.ndarray, resamples: int, seed: int
+) -> np.ndarray:
     """Resample statistics (resamples x columns) from the shared count blocks.
 
-    Two exact products per task: float32 for the denominators (integer weights) and for columns
-    of small fractions (binary scores, k-ths), float64 on the exact grid for the rest.
+    One exact float32 product per task covers the denominators (integer weights) and the
+    columns of small fractions (binary scores, k-ths: integers after scaling). The rest, on
+    their exact grid (``steps``), multiply in float64 over their few nonzero units when they
+    are sparse (:func:`_sparse_groups`), else join the float32 product as integer limbs
+    (:func:`_limb_split`); where limbs cannot be formed (a non-finite column, or millions of
+    units) a dense float64 product takes them.
     """
     n_units, q = sums.shape
     # Every product sums at most n_units draws of one unit: |partial sums| <= n_units * max|x|.
@@ -269,9 +332,16 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
     slow = [j for j in range(q) if scales[j] is None]
     fast_scale = np.array([scales[j] for j in fast], dtype=np.float64)
     single = np.float32 if bound < _FLOAT32_EXACT else np.float64
-    fast_rhs = np.hstack([np.round(sums[:, fast] * fast_scale), weights[:, first_columns]]).astype(single)
     slow_rhs = sums[:, slow]
+    # Sparse columns multiply over their few nonzero units in float64; the rest in float32 limbs.
     slow_groups = _sparse_groups(slow_rhs)
+    base = _limb_base(n_units)
+    split = _limb_split(slow_rhs, steps[slow], base) if slow and slow_groups is None else None
+    parts = [np.round(sums[:, fast] * fast_scale), weights[:, first_columns]]
+    if split is not None:
+        parts.append(split[0])
+    rhs = np.hstack(parts).astype(single)
+    n_den = len(first_columns)
     n_blocks = -(-resamples // BLOCK)
     per_task = max(1, TASK_CELLS // (BLOCK * n_units))
     tasks = [range(s, min(s + per_task, n_blocks)) for s in range(0, n_blocks, per_task)]
@@ -287,12 +357,14 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
         for b, rows in zip(blocks, sizes, strict=True):
             _block_counts(seed, b, counts[start : start + rows])
             start += rows
-        product = (counts @ fast_rhs).astype(np.float64)
+        product = (counts @ rhs).astype(np.float64)
         num = np.empty((counts.shape[0], q))
         num[:, fast] = product[:, : len(fast)] / fast_scale
-        if slow:
+        den = product[:, len(fast) : len(fast) + n_den][:, inverse]
+        if split is not None:
+            num[:, slow] = _join_limbs(product[:, len(fast) + n_den :], split[1], base, steps[slow])
+        elif slow:
             num[:, slow] = _float64_product(counts, slow_rhs, slow_groups)
-        den = product[:, len(fast) :][:, inverse]
         first = blocks[0] * BLOCK
         with np.errstate(invalid="ignore", divide="ignore"):
             out[first : first + counts.shape[0]] = np.where(
@@ -300,7 +372,7 @@ def _resample_means(sums: np.ndarray, weights: np.ndarray, resamples: int, seed:
             )
 
     # A running task holds about 24 bytes per count cell (draws as positions, float32 counts,
-    # a float64 copy).
+    # and a float64 copy where limbs cannot be formed).
     task_bytes = 24 * BLOCK * min(per_task, n_blocks) * n_units
     workers = min(MAX_WORKERS, len(tasks), max(1, MEMORY_BUDGET // task_bytes))
     if workers <= 1:
@@ -529,7 +601,7 @@ def bootstrap_means(
     _, weights = _unit_sums(filled, weights_case, codes, n_units)
     units_present = (weights > 0).sum(axis=0).astype(np.float64)
     biggest_unit = float(weights.max()) if weights.size else 1.0
-    exact = _exact_grid(filled, n_units * max(biggest_unit, 1.0))
+    exact, steps = _exact_grid(filled, n_units * max(biggest_unit, 1.0))
     exact_sums, _ = _unit_sums(exact, weights_case, codes, n_units)
 
     alpha = 1 - confidence
@@ -541,7 +613,7 @@ def bootstrap_means(
     )
     for start in range(0, q, COLUMN_GROUP):
         cols = slice(start, min(start + COLUMN_GROUP, q))
-        boot = _resample_means(exact_sums[:, cols], weights[:, cols], resamples, seed)
+        boot = _resample_means(exact_sums[:, cols], weights[:, cols], steps[cols], resamples, seed)
         missing = np.isnan(boot)
         if family_max is not None and family_scale is not None:
             _family_deviations(

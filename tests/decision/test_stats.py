@@ -225,6 +225,53 @@ def test_sparse_float64_columns_match_the_dense_product(monkeypatch: pytest.Monk
         assert np.array_equal(getattr(sparse, field), getattr(dense, field), equal_nan=True), field
 
 
+@pytest.mark.parametrize("clustered", [False, True])
+def test_real_valued_columns_in_float32_limbs_match_the_float64_product(
+    monkeypatch: pytest.MonkeyPatch, clustered: bool
+) -> None:
+    rng = np.random.default_rng(3)
+    n = 900
+    changed = rng.random((n, 3)) < 0.4
+    # arbitrary reals of mixed signs and magnitudes (the float64 grid), mostly zero as paired
+    # differences are, one column with a single huge value and a slice with missing values
+    diffs = np.where(changed, (rng.random((n, 3)) - 0.5) * [1.0, 1e-7, 3e5], 0.0)
+    diffs[17, 2] = -7.5e8
+    in_slice = rng.random(n) < 0.3
+    values = np.column_stack([diffs, np.where(in_slice[:, None], diffs, np.nan)])
+    clusters = np.arange(n) // 4 if clustered else None
+    split: list[Any] = []
+    real_split = resampling._limb_split
+
+    def recording(*args: Any) -> Any:
+        split.append(real_split(*args))
+        return split[-1]
+
+    monkeypatch.setattr(resampling, "_limb_split", recording)
+    limbs = bootstrap_means(values, resamples=700, seed=4, clusters=clusters)
+    assert split and split[0] is not None and split[0][1] >= 3  # several limbs a column
+    monkeypatch.setattr(resampling, "_limb_base", lambda n_units: 1)  # no limbs: float64
+    dense = bootstrap_means(values, resamples=700, seed=4, clusters=clusters)
+    assert split[-1] is None
+    for field in ("estimate", "lo", "hi", "se"):
+        assert np.array_equal(getattr(limbs, field), getattr(dense, field), equal_nan=True), field
+
+
+def test_limbs_stay_in_float32_exact_range() -> None:
+    assert resampling._limb_base(10_000) == 1024  # 10,000 * 1023 < 2^24 <= 10,000 * 2047
+    assert resampling._limb_base(2**23) == 1  # one-bit digits would already overflow: none
+    assert resampling._limb_base(1) == 2**23
+    sums = np.array([[3.0 * 2**-40, -(2.0**-10)], [-(2.0**-40), 0.0]])
+    steps = np.array([2.0**-40, 2.0**-40])
+    matrix, limbs = resampling._limb_split(sums, steps, 1024) or (np.empty(0), 0)
+    assert limbs == 4 and matrix.dtype == np.float32  # |m| = 2^30 needs 31 bits: 4 of 10
+    assert np.abs(matrix).max() <= 1023
+    once_each = np.ones((1, 2), dtype=np.float32) @ matrix  # a resample drawing each unit once
+    joined = resampling._join_limbs(once_each.astype(np.float64), limbs, 1024, steps)
+    assert np.array_equal(joined, sums.sum(axis=0, keepdims=True))
+    assert resampling._limb_split(sums, np.array([2.0**-40, 0.0]), 1024) is None  # a column without a grid
+    assert resampling._limb_split(sums + 2.0**-45, steps, 1024) is None  # values off the grid
+
+
 def test_columns_share_resamples_and_batching_does_not_change_results(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
