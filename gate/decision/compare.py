@@ -65,6 +65,7 @@ from gate.stats import (
     column_facts,
     drop_p_values,
     family_critical_value,
+    load_root_finder,
     minimum_nonzero,
     normal_quantile,
     normal_tail,
@@ -559,6 +560,7 @@ def _prepare_batch(
     in_family = cfg.family_wise and bool(np.any(scale > 0))
     boot = None
     if in_family or facts.needs_bootstrap():
+        load_root_finder()  # needed after the bootstrap: imported while its workers compute
         boot = bootstrap_means(
             matrix,
             resamples=cfg.resamples,

@@ -25,15 +25,16 @@ capped by Bonferroni), and the power figures (``pairs_needed``, the no-change sp
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import bdtrc, ndtr, ndtri, stdtr, stdtrit
 
+from gate.core.preload import Preload
 from gate.stats.resampling import (
     BootstrapResult,
     _as_matrix,
@@ -84,8 +85,23 @@ def _tango_score(delta: float, improved: float, worsened: float, n: float) -> fl
     return (b - c - n * delta) / math.sqrt(n * variance)
 
 
+def load_root_finder() -> None:
+    """Start importing ``scipy.optimize`` (Tango's root finder) in a thread, unless loaded.
+
+    For a caller about to wait on work that releases the GIL (the bootstrap's worker threads):
+    the import then costs the main thread nothing. The caller's own code imports nothing else
+    meanwhile (:mod:`gate.core.preload`); :func:`tango_bounds` waits for it if still loading.
+    """
+    if "scipy.optimize" not in sys.modules:
+        Preload(["scipy.optimize"])
+
+
 @cache
 def _tango_pair(improved: float, worsened: float, n: float, z: float) -> tuple[float, float]:
+    # Imported on first use: scipy.optimize loads every solver (0.1 s of the GIL), which
+    # :func:`load_root_finder` overlaps with the bootstrap that comes first.
+    from scipy.optimize import brentq
+
     estimate = (improved - worsened) / n
     edge = 1.0 - 1e-12
 

@@ -48,3 +48,24 @@ def test_preload_imports_and_leaves_failures_to_the_callers_import() -> None:
     with pytest.raises(ModuleNotFoundError) as failure:
         importlib.import_module("gate.no_such_module")
     assert failure.value.name == "gate.no_such_module"
+
+
+ROOT_FINDER = textwrap.dedent(
+    """
+    import sys
+    import gate.decision.compare
+    from gate.stats import load_root_finder, tango_bounds
+    print("scipy.optimize" in sys.modules)
+    load_root_finder()  # in a thread; the bounds below wait for it if it is still loading
+    lo, hi = tango_bounds(3, 9, 40, 0.025)
+    print(round(float(lo), 6), round(float(hi), 6), "scipy.optimize" in sys.modules)
+    """
+)
+
+
+def test_the_root_finder_loads_apart_and_tango_waits_for_it() -> None:
+    # scipy.optimize (0.1 s of imports) is not part of the decision modules: compare loads it
+    # in a thread while the bootstrap runs, before any Tango bound needs it.
+    proc = subprocess.run([sys.executable, "-c", ROOT_FINDER], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n") == ["False", "-0.320865 0.021988 True", ""]
