@@ -69,8 +69,9 @@ def run(args: argparse.Namespace, env: Environment) -> int:
     load_reader()  # everything reading imports, before the thread below imports the rest
     preload = Preload(DECISION_MODULES)
     try:
-        baseline = read_artifact(resolve(env, args.baseline))
-        candidate = read_artifact(resolve(env, args.candidate))
+        # The comparison never reads the runs' dataset copies: checked by hash, not kept.
+        baseline = read_artifact(resolve(env, args.baseline), cases=False)
+        candidate = read_artifact(resolve(env, args.candidate), cases=False)
     finally:
         preload.wait()
     keep_until_exit(baseline, candidate)  # read once, kept to the end: freed by the exit itself

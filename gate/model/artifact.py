@@ -208,7 +208,8 @@ class RunArtifact(BaseModel):
     summary: Summary
     source: str = ""  # where it was read from (for messages)
     # The run's cases (``dataset.jsonl``), validated and checked against meta.dataset.sha256;
-    # None for an artifact written without them (older ragproof).
+    # None for an artifact written without them (older ragproof) or read without them
+    # (``read_artifact(cases=False)``, for ``compare``, which never uses them).
     cases: tuple[Case, ...] | None = None
 
     def failure_rate(self) -> float | None:

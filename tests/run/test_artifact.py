@@ -401,3 +401,27 @@ def test_a_bad_dataset_copy_whose_bytes_match_run_json_names_its_line(
     (out / RUN_FILE).write_text(json.dumps(run))
     with pytest.raises(DataError, match=message.replace("(", r"\(")):
         read_artifact(out)
+    # compare's reading (cases=False) checks such a copy by its bytes' hash alone: it never
+    # uses the cases, so it does not validate them one by one, and keeps none
+    assert read_artifact(out, cases=False).cases is None
+
+
+def test_without_cases_a_copy_is_still_checked_unless_its_bytes_carry_run_json_hash(tmp_path: Path) -> None:
+    out = _dataset_run(tmp_path, _cases())
+    whole = read_artifact(out)
+    light = read_artifact(out, cases=False)
+    assert whole.cases is not None and light.cases is None
+    assert light.rows == whole.rows and light.meta == whole.meta
+    # another layout of the same cases: validated in full, then dropped
+    text = (out / "dataset.jsonl").read_text()
+    (out / "dataset.jsonl").write_text(text.replace('"id":"b"', '"id": "b"'))
+    assert read_artifact(out, cases=False).cases is None
+    # another layout of other cases: refused, as with cases=True
+    (out / "dataset.jsonl").write_text(text.replace('"id":"b"', '"id": "c"'))
+    for keep in (True, False):
+        with pytest.raises(DataError, match="dataset.jsonl: sha256 of the cases does not match"):
+            read_artifact(out, cases=keep)
+    # and a malformed line in a copy that does not hash as written names its line
+    (out / "dataset.jsonl").write_text(text.replace('"id":"b"', '"id": 1.5'))
+    with pytest.raises(DataError, match="dataset.jsonl:2: "):
+        read_artifact(out, cases=False)
