@@ -17,7 +17,9 @@ from gate.core.process_exit import keep_until_exit
 
 if TYPE_CHECKING:
     from gate.decision.comparison import Comparison
+    from gate.model.config import GateConfig
     from gate.report.cases import PairedCases
+    from gate.stats.counts import DrawnAhead
 
 HELP = "compare two run artifacts (dirs or .zip) and decide every gate"
 
@@ -67,22 +69,35 @@ def run(args: argparse.Namespace, env: Environment) -> int:
 
     gate_config = load_checked_config(resolve(env, args.config), env).gate if args.config else GateConfig()
     load_reader()  # everything reading imports, before the thread below imports the rest
-    preload = Preload(DECISION_MODULES)
+    base_path, cand_path = resolve(env, args.baseline), resolve(env, args.candidate)
+    # Before any thread starts (a forked child then holds no lock another thread had).
+    ahead = _draw_ahead(base_path, cand_path, gate_config)
     try:
-        # The comparison never reads the runs' dataset copies: checked by hash, not kept.
-        baseline = read_artifact(resolve(env, args.baseline), cases=False)
-        candidate = read_artifact(resolve(env, args.candidate), cases=False)
-    finally:
-        preload.wait()
-    keep_until_exit(baseline, candidate)  # read once, kept to the end: freed by the exit itself
-    from gate.decision.compare import compare_runs
-    from gate.decision.decide import exit_code_for
-    from gate.decision.pairing import pair_runs
+        preload = Preload(DECISION_MODULES)
+        try:
+            # The comparison never reads the runs' dataset copies: checked by hash, not kept.
+            baseline = read_artifact(base_path, cases=False)
+            candidate = read_artifact(cand_path, cases=False)
+        finally:
+            preload.wait()
+        keep_until_exit(baseline, candidate)  # read once, kept to the end: freed by the exit itself
+        from gate.decision.compare import compare_runs
+        from gate.decision.pairing import pair_runs
 
-    pairing = pair_runs(baseline, candidate)  # once, for the decision and every report below
-    comparison = compare_runs(
-        baseline, candidate, gate_config, allow_mixed_judges=args.allow_mixed_judges, pairing=pairing
-    )
+        pairing = pair_runs(baseline, candidate)  # once, for the decision and every report below
+        comparison = compare_runs(
+            baseline,
+            candidate,
+            gate_config,
+            allow_mixed_judges=args.allow_mixed_judges,
+            pairing=pairing,
+            ahead=ahead,
+        )
+    finally:
+        if ahead is not None:
+            ahead.close()
+    from gate.decision.decide import exit_code_for
+
     if args.json:
         write_text(resolve(env, args.json), comparison.model_dump_json(indent=2) + "\n", "decision JSON")
     from gate.report.cases import PairedCases
@@ -107,6 +122,20 @@ def run(args: argparse.Namespace, env: Environment) -> int:
         )
     print(summary_line(comparison, paired))
     return exit_code_for(comparison.overall, args.fail_on or gate_config.fail_on)
+
+
+def _draw_ahead(baseline: Path, candidate: Path, gate_config: GateConfig) -> DrawnAhead | None:
+    """A child process drawing the bootstrap's resample counts while this one reads the
+    artifacts (:mod:`gate.stats.counts`), for as many units as the smaller run has cases: the
+    pairs of two runs of one dataset. If the pairs turn out otherwise (cases added or removed,
+    clusters), the bootstrap draws its own counts and the child's go unused."""
+    from gate.run.artifact_io import case_count
+    from gate.stats.counts import draw_ahead
+
+    counts = [case_count(baseline), case_count(candidate)]
+    if None in counts:
+        return None
+    return draw_ahead(gate_config.seed, min(c for c in counts if c is not None), gate_config.resamples)
 
 
 def summary_line(comparison: Comparison, paired: PairedCases | None = None) -> str:

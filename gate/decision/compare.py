@@ -72,6 +72,7 @@ from gate.stats import (
     pairs_needed,
     weighted_bh_cutoff,
 )
+from gate.stats.counts import DrawnAhead
 from gate.stats.resampling import COLUMN_GROUP
 
 # The case field cluster_by defaults to, when the cases carry it.
@@ -117,11 +118,14 @@ def compare_runs(
     *,
     allow_mixed_judges: bool = False,
     pairing: Pairing | None = None,
+    ahead: DrawnAhead | None = None,
 ) -> Comparison:
     """Pair ``baseline`` and ``candidate`` by case id and decide every gate.
 
     ``pairing``: the runs' :func:`gate.decision.pairing.pair_runs`, when the caller keeps it for
-    the reports. Raises NotComparableError (exit 3) for runs that cannot be compared.
+    the reports. ``ahead``: resample counts a child process drew meanwhile
+    (:func:`gate.stats.counts.draw_ahead`), used if they are this bootstrap's. Raises
+    NotComparableError (exit 3) for runs that cannot be compared.
     """
     warnings = check_comparable(baseline, candidate, allow_mixed_judges=allow_mixed_judges)
     paired = pairing if pairing is not None else pair_runs(baseline, candidate)
@@ -138,7 +142,7 @@ def compare_runs(
     floor = pairs_floor(gate_config)
     cluster_field, cluster_source = resolve_cluster_by(paired.candidate_rows, gate_config.cluster_by)
     clusters = cluster_labels(paired.candidate_rows, cluster_field) if cluster_field else None
-    gate_results, family = decide_gates(gates, columns_of, gate_config, floor, clusters)
+    gate_results, family = decide_gates(gates, columns_of, gate_config, floor, clusters, ahead)
     verdict = comparison_verdict(
         gate_results,
         nothing_compared=nothing_compared((g.metric, g.decision) for g in gate_results if g.gating),
@@ -378,6 +382,7 @@ def decide_gates(
     cfg: GateConfig,
     floor: int,
     clusters: list[Any] | None,
+    ahead: DrawnAhead | None = None,
 ) -> tuple[list[GateResult], dict[str, Any]]:
     """Every gate's intervals and decision, and the family's settings.
 
@@ -393,7 +398,7 @@ def decide_gates(
     n = gates[0].mask.size
     per_batch = max(16, min(COLUMN_GROUP // 3, (1 << 21) // max(n, 1)))
     batches = [
-        _prepare_batch(gates[start : start + per_batch], columns_of, cfg, floor, clusters, family)
+        _prepare_batch(gates[start : start + per_batch], columns_of, cfg, floor, clusters, family, ahead)
         for start in range(0, len(gates), per_batch)
     ]
     critical, method = family.critical(cfg.family_wise)
@@ -539,6 +544,7 @@ def _prepare_batch(
     floor: int,
     clusters: list[Any] | None,
     family: _Family,
+    ahead: DrawnAhead | None,
 ) -> _Batch:
     """A batch's columns, their facts, their family membership and the shared bootstrap.
 
@@ -569,6 +575,7 @@ def _prepare_batch(
             clusters=clusters,
             family_scale=scale if in_family else None,
             keep_tail=(1 - cfg.confidence) / 2,
+            ahead=ahead,
         )
         family.add(boot.family_max)
     return _Batch(batch, pairs, facts, boot, level_cols, p_values[: len(batch)], keys)

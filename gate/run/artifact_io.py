@@ -518,6 +518,24 @@ def _read_dir_file(directory: Path, name: str, optional: bool = False) -> bytes 
     return data
 
 
+def case_count(path: Path | str) -> int | None:
+    """``dataset.case_count`` of the artifact's ``run.json`` (directory or ``.zip``), read on
+    its own, before the rest; None when it cannot be read (:func:`read_artifact` says why)."""
+    p = Path(path)
+    source = str(path)
+    try:
+        if p.is_dir():
+            text = _read_dir_file(p, RUN_FILE) or b""
+        else:
+            with open_zip(p, source) as archive:
+                members = zip_members(archive, source)
+                text = read_zip_member(archive, members, RUN_FILE, source, MAX_FILE_BYTES[RUN_FILE])
+        meta = _validated_document(RunMeta, _decode(text, source), source)
+    except (DataError, OSError, RecursionError):
+        return None
+    return meta.dataset.case_count
+
+
 def read_artifact(path: Path | str, *, cases: bool = True) -> RunArtifact:
     """Load and validate a run artifact from a directory or a ``.zip`` of one.
 

@@ -20,8 +20,9 @@ instead of one each. A resample that drew none of a column's cases has no statis
 and is left out of that column's percentiles (probability about exp(-n) for n cases).
 
 Determinism: resample counts come in fixed blocks of ``BLOCK`` resamples, block ``i`` drawn
-from ``PCG64(SeedSequence([seed, i]))``, so results do not depend on how blocks are grouped
-into tasks, on the number of worker threads, or on memory limits. Values are rounded to a
+from ``PCG64(SeedSequence([seed, i]))`` (:mod:`gate.stats.counts`), so results do not depend on
+how blocks are grouped into tasks, on the number of worker threads, on memory limits, or on
+whether a child process drew the counts ahead. Values are rounded to a
 binary grid fine enough (at least 2^-52 of the largest possible resample sum) that every
 count-weighted sum is exact in float64: the matrix product gives the same bits whatever
 summation order the BLAS library or its thread count chooses. While worker threads multiply, OpenBLAS
@@ -61,7 +62,8 @@ from typing import Any
 
 import numpy as np
 
-BLOCK = 64  # resamples per independent random stream
+from gate.stats.counts import BLOCK, DrawnAhead, block_counts
+
 TASK_CELLS = 1 << 19  # counts held by one task (blocks grouped up to about this many cells)
 COLUMN_GROUP = 1024  # columns whose resample statistics are held at once
 MAX_WORKERS = min(4, os.cpu_count() or 1)  # threads drawing and multiplying count blocks
@@ -115,31 +117,6 @@ def upper_quantile(result: BootstrapResult, column: int, level: float) -> float:
     j = min(i + 1, valid - 1)
     a, b = float(top[i - first]), float(top[j - first])
     return a + (h - i) * (b - a)
-
-
-def _rng(seed: int, block: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed % (1 << 64), block])))
-
-
-def _block_counts(seed: int, block: int, out: np.ndarray) -> None:
-    """Fill ``out`` (rows x units, C-contiguous) with one block's resample counts: how often
-    each unit was drawn.
-
-    Counted with one unbuffered add of ones at the flat positions ``row * units + draw``
-    (``np.add.at``'s same-dtype path), which releases the GIL, unlike ``np.bincount``: the
-    worker threads count in parallel instead of taking turns (the same integers either way).
-    """
-    rows, units = out.shape
-    if not out.flags.c_contiguous:
-        raise ValueError("the counts block must be C-contiguous")
-    # One generator per block and one call, so 32-bit draws (buffered in pairs) stay reproducible.
-    dtype = np.uint32 if units <= np.iinfo(np.uint32).max else np.int64
-    draws = _rng(seed, block).integers(0, units, size=(rows, units), dtype=dtype)
-    flat = draws.astype(np.intp)
-    del draws
-    flat += np.arange(0, rows * units, units, dtype=np.intp)[:, None]
-    out.fill(0)
-    np.add.at(out.reshape(-1), flat.reshape(-1), out.dtype.type(1))
 
 
 def _exact_grid(values: np.ndarray, max_multiplier: float) -> tuple[np.ndarray, np.ndarray]:
@@ -311,7 +288,12 @@ def _join_limbs(limb_sums: np.ndarray, limbs: int, base: int, steps: np.ndarray)
 
 
 def _resample_means(
-    sums: np.ndarray, weights: np.ndarray, steps: np.ndarray, resamples: int, seed: int
+    sums: np.ndarray,
+    weights: np.ndarray,
+    steps: np.ndarray,
+    resamples: int,
+    seed: int,
+    ahead: DrawnAhead | None = None,
 ) -> np.ndarray:
     """Resample statistics (resamples x columns) from the shared count blocks.
 
@@ -320,9 +302,12 @@ def _resample_means(
     their exact grid (``steps``), multiply in float64 over their few nonzero units when they
     are sparse (:func:`_sparse_groups`), else join the float32 product as integer limbs
     (:func:`_limb_split`); where limbs cannot be formed (a non-finite column, or millions of
-    units) a dense float64 product takes them.
+    units) a dense float64 product takes them. Counts come from ``ahead`` when it drew
+    this bootstrap's (:mod:`gate.stats.counts`), else are drawn here.
     """
     n_units, q = sums.shape
+    if ahead is not None and not ahead.matches(seed, n_units, resamples):
+        ahead = None
     # Every product sums at most n_units draws of one unit: |partial sums| <= n_units * max|x|.
     bound = n_units * max(float(weights.max(initial=1.0)), 1.0)
     # Identical weight columns (same pair set) share one denominator product.
@@ -353,10 +338,11 @@ def _resample_means(
     def run(blocks: range) -> None:
         sizes = [min(BLOCK, resamples - b * BLOCK) for b in blocks]
         counts = np.empty((sum(sizes), n_units), dtype=single)
-        start = 0
-        for b, rows in zip(blocks, sizes, strict=True):
-            _block_counts(seed, b, counts[start : start + rows])
-            start += rows
+        if ahead is None or not ahead.fill(blocks[0] * BLOCK, counts):
+            start = 0
+            for b, rows in zip(blocks, sizes, strict=True):
+                block_counts(seed, b, counts[start : start + rows])
+                start += rows
         product = (counts @ rhs).astype(np.float64)
         num = np.empty((counts.shape[0], q))
         num[:, fast] = product[:, : len(fast)] / fast_scale
@@ -542,6 +528,7 @@ def bootstrap_means(
     clusters: Sequence[Any] | np.ndarray | None = None,
     family_scale: np.ndarray | None = None,
     keep_tail: float | None = None,
+    ahead: DrawnAhead | None = None,
 ) -> BootstrapResult:
     """Bootstrap the mean of every column of ``values`` (cases x columns, NaN = absent).
 
@@ -554,7 +541,9 @@ def bootstrap_means(
     resample ``max_j (estimate_j - mean*_j) * scale_j`` (``-inf`` when no family column has a
     statistic), the input of :func:`gate.stats.intervals.family_critical_value`. ``keep_tail`` keeps each column's
     largest ``ceil(keep_tail * resamples) + 2`` resample means so that any quantile at level
-    ``>= 1 - keep_tail`` can be read afterwards with :func:`upper_quantile`.
+    ``>= 1 - keep_tail`` can be read afterwards with :func:`upper_quantile`. ``ahead``: the
+    counts a child process drew for this bootstrap (:func:`gate.stats.counts.draw_ahead`),
+    used when its seed, units and resamples match; the results are the same to the bit.
     """
     if not 0 < confidence < 1:
         raise ValueError("confidence must be in (0, 1)")
@@ -572,6 +561,7 @@ def bootstrap_means(
             clusters=clusters,
             family_scale=_group_scale(family_scale, inverse, len(first_columns)),
             keep_tail=keep_tail,
+            ahead=ahead,
         )
         return dataclasses.replace(
             distinct,
@@ -613,7 +603,7 @@ def bootstrap_means(
     )
     for start in range(0, q, COLUMN_GROUP):
         cols = slice(start, min(start + COLUMN_GROUP, q))
-        boot = _resample_means(exact_sums[:, cols], weights[:, cols], steps[cols], resamples, seed)
+        boot = _resample_means(exact_sums[:, cols], weights[:, cols], steps[cols], resamples, seed, ahead)
         missing = np.isnan(boot)
         if family_max is not None and family_scale is not None:
             _family_deviations(
