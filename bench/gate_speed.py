@@ -250,10 +250,15 @@ t0 = time.perf_counter()
 from gate.run.artifact_io import read_artifact
 from gate.decision.compare import compare_runs
 from gate.model.config import GateConfig
+from gate.stats.counts import draw_ahead
 t1 = time.perf_counter()
-base, cand = read_artifact(sys.argv[1] + "/baseline"), read_artifact(sys.argv[1] + "/candidate")
+config = GateConfig(resamples=int(sys.argv[2]), slices=["kind", "tags"])
+# as the command reads: the counts drawn ahead by a child meanwhile, the dataset copies by hash
+ahead = draw_ahead(config.seed, int(sys.argv[3]), config.resamples)
+base = read_artifact(sys.argv[1] + "/baseline", cases=False)
+cand = read_artifact(sys.argv[1] + "/candidate", cases=False)
 t2 = time.perf_counter()
-comparison = compare_runs(base, cand, GateConfig(resamples=int(sys.argv[2]), slices=["kind", "tags"]))
+comparison = compare_runs(base, cand, config, ahead=ahead)
 t3 = time.perf_counter()
 comparison.model_dump_json(indent=2)
 t4 = time.perf_counter()
@@ -305,7 +310,7 @@ def artifacts_workload(cases: int, resamples: int, repeat: int) -> None:
         config = write_config(root, resamples)
         runs = [compare_timed(root, config) for _ in range(repeat)]
         gates = len(json.loads((root / "decision.json").read_text())["gates"])
-        _, _, phases_out = run_timed(PHASES, str(root), str(resamples))
+        _, _, phases_out = run_timed(PHASES, str(root), str(resamples), str(cases))
         phases = json.loads(phases_out)
         size = sum(f.stat().st_size for f in (root / "baseline").iterdir())
     walls = sorted(wall for wall, _, _ in runs)
@@ -344,7 +349,7 @@ def main() -> None:
         bootstrapped = [g for g in decision["gates"] if g["metric"] != "adapter.failure_rate"]
         case_units = sum(g["n"] for g in bootstrapped)
 
-        _, _, phases_out = run_timed(PHASES, str(root), str(args.resamples))
+        _, _, phases_out = run_timed(PHASES, str(root), str(args.resamples), str(args.cases))
         phases = json.loads(phases_out)
         _, peak_scipy, scipy_out = run_timed(
             SCIPY, str(root), str(args.resamples), "1" if args.quick else "all"
