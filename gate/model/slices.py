@@ -51,19 +51,25 @@ def slice_keys(row: Row, slices: Sequence[str]) -> list[str]:
 def slice_masks(rows: Sequence[Row], slices: Sequence[str]) -> dict[str, np.ndarray]:
     """Slice key -> boolean membership mask over ``rows``: ``all`` first, then the keys sorted."""
     members: dict[str, list[int]] = {}
-    # Rows of one kind with the same tags share their keys (unless a metadata field slices).
-    by_signature = not any(d.startswith("metadata.") for d in slices)
-    keys_of: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for i, row in enumerate(rows):
-        if by_signature:
+    if any(d.startswith("metadata.") for d in slices):
+        for i, row in enumerate(rows):
+            for key in slice_keys(row, slices):
+                members.setdefault(key, []).append(i)
+    else:
+        # Rows of one kind with the same tags share their keys: group the rows first, then
+        # each group joins its keys' members at once.
+        groups: dict[tuple[str, tuple[str, ...]], list[int]] = {}
+        first: dict[tuple[str, tuple[str, ...]], Row] = {}
+        for i, row in enumerate(rows):
             signature = (row.kind, tuple(row.tags))
-            keys = keys_of.get(signature)
-            if keys is None:
-                keys = keys_of[signature] = slice_keys(row, slices)
-        else:
-            keys = slice_keys(row, slices)
-        for key in keys:
-            members.setdefault(key, []).append(i)
+            group = groups.get(signature)
+            if group is None:
+                group = groups[signature] = []
+                first[signature] = row
+            group.append(i)
+        for common, group in groups.items():
+            for key in slice_keys(first[common], slices):
+                members.setdefault(key, []).extend(group)
     masks: dict[str, np.ndarray] = {}
     for key in [ALL_SLICE] + sorted(k for k in members if k != ALL_SLICE):
         mask = np.zeros(len(rows), dtype=bool)

@@ -123,7 +123,6 @@ def _exact_grid(values: np.ndarray, max_multiplier: float) -> tuple[np.ndarray, 
     """Each column rounded onto a power-of-two grid so that sums up to ``max_multiplier * max|x|``
     are exact, and each column's grid step (0 for a column of zeros or non-finite values, left
     as they are)."""
-    out = values.copy()
     steps = np.zeros(values.shape[1])
     peak = np.max(np.abs(values), axis=0) if values.size else np.zeros(values.shape[1])
     for j, top in enumerate(peak):
@@ -131,8 +130,17 @@ def _exact_grid(values: np.ndarray, max_multiplier: float) -> tuple[np.ndarray, 
             continue
         exponent = math.ceil(math.log2(top)) + math.ceil(math.log2(max(max_multiplier, 1.0))) - 52
         # Below 2^-1074 there is no float64 grid: subnormal columns are already on the finest one.
-        steps[j] = step = 2.0 ** max(exponent, -1074)
-        out[:, j] = np.round(values[:, j] / step) * step
+        steps[j] = 2.0 ** max(exponent, -1074)
+    # All gridded columns at once (the same operations on every value as column by column).
+    gridded = np.flatnonzero(steps)
+    if gridded.size == values.shape[1]:
+        out = np.round(values / steps)
+        out *= steps
+        return out, steps
+    out = values.copy()
+    if gridded.size:
+        step = steps[gridded]
+        out[:, gridded] = np.round(values[:, gridded] / step) * step
     return out, steps
 
 
