@@ -132,10 +132,10 @@ def _draw_ahead(baseline: Path, candidate: Path, gate_config: GateConfig) -> Dra
     from gate.run.artifact_io import case_count
     from gate.stats.counts import draw_ahead
 
-    counts = [case_count(baseline), case_count(candidate)]
-    if None in counts:
+    base_cases, cand_cases = case_count(baseline), case_count(candidate)
+    if base_cases is None or cand_cases is None:
         return None
-    return draw_ahead(gate_config.seed, min(c for c in counts if c is not None), gate_config.resamples)
+    return draw_ahead(gate_config.seed, min(base_cases, cand_cases), gate_config.resamples)
 
 
 def summary_line(comparison: Comparison, paired: PairedCases | None = None) -> str:

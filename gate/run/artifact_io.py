@@ -18,6 +18,7 @@ import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -518,19 +519,48 @@ def _read_dir_file(directory: Path, name: str, optional: bool = False) -> bytes 
     return data
 
 
+@dataclass(frozen=True)
+class _ArtifactFiles:
+    """How to read an artifact's files, wherever they are (see :func:`parse_artifact`)."""
+
+    read: Callable[[str], bytes]
+    open_rows: Callable[[], AbstractContextManager[IO[bytes]]]
+    read_optional: Callable[[str], bytes | None]
+
+
+@contextlib.contextmanager
+def _artifact_files(path: Path, source: str) -> Iterator[_ArtifactFiles]:
+    """The files of a directory artifact, or of a ``.zip`` of one (open while in use)."""
+    if path.is_dir():
+        yield _ArtifactFiles(
+            lambda name: _read_dir_file(path, name) or b"",
+            lambda: open(_dir_file(path, ROWS_FILE) or path / ROWS_FILE, "rb"),  # noqa: SIM115 - parse_artifact closes it
+            lambda name: _read_dir_file(path, name, optional=True),
+        )
+        return
+    if not path.exists():
+        raise DataError(f"{source}: run artifact not found")
+    with open_zip(path, source) as archive:
+        members = zip_members(archive, source)
+        yield _ArtifactFiles(
+            lambda name: read_zip_member(archive, members, name, source, MAX_FILE_BYTES[name]),
+            lambda: zip_member_stream(archive, members, ROWS_FILE, source),
+            lambda name: (
+                read_zip_member(archive, members, name, source, MAX_DATASET_BYTES)
+                if name in members
+                else None
+            ),
+        )
+
+
 def case_count(path: Path | str) -> int | None:
     """``dataset.case_count`` of the artifact's ``run.json`` (directory or ``.zip``), read on
     its own, before the rest; None when it cannot be read (:func:`read_artifact` says why)."""
-    p = Path(path)
     source = str(path)
+    where = f"{source}/{RUN_FILE}"
     try:
-        if p.is_dir():
-            text = _read_dir_file(p, RUN_FILE) or b""
-        else:
-            with open_zip(p, source) as archive:
-                members = zip_members(archive, source)
-                text = read_zip_member(archive, members, RUN_FILE, source, MAX_FILE_BYTES[RUN_FILE])
-        meta = _validated_document(RunMeta, _decode(text, source), source)
+        with _artifact_files(Path(path), source) as files:
+            meta = _validated_document(RunMeta, _decode(files.read(RUN_FILE), where), where)
     except (DataError, OSError, RecursionError):
         return None
     return meta.dataset.case_count
@@ -549,32 +579,10 @@ def read_artifact(path: Path | str, *, cases: bool = True) -> RunArtifact:
     writes), which skips validating every case (0.06 s at 10,000 cases), and ``cases`` is None.
     A copy in any other layout is still validated in full, as with ``cases=True``.
     """
-    p = Path(path)
     source = str(path)
     try:
-        if p.is_dir():
-            return parse_artifact(
-                lambda name: _read_dir_file(p, name) or b"",
-                lambda: open(_dir_file(p, ROWS_FILE) or p / ROWS_FILE, "rb"),
-                source,
-                lambda name: _read_dir_file(p, name, optional=True),
-                cases=cases,
-            )
-        if not p.exists():
-            raise DataError(f"{source}: run artifact not found")
-        with open_zip(p, source) as archive:
-            members = zip_members(archive, source)
-            return parse_artifact(
-                lambda name: read_zip_member(archive, members, name, source, MAX_FILE_BYTES[name]),
-                lambda: zip_member_stream(archive, members, ROWS_FILE, source),
-                source,
-                lambda name: (
-                    read_zip_member(archive, members, name, source, MAX_DATASET_BYTES)
-                    if name in members
-                    else None
-                ),
-                cases=cases,
-            )
+        with _artifact_files(Path(path), source) as files:
+            return parse_artifact(files.read, files.open_rows, source, files.read_optional, cases=cases)
     except OSError as exc:
         raise DataError(f"{source}: cannot read: {exc}") from None
     except RecursionError:

@@ -27,6 +27,7 @@ BLOCK = 64  # resamples per independent random stream
 # Counts a byte holds: two units of 4 bits. A unit drawn 16 times or more in one resample
 # (probability about 1e-14 a cell at any n) makes the child give up: the bootstrap then draws.
 PACKED_MAX = 15
+_LOW_BITS = 0x0F  # the low unit of a packed byte
 # Drawing ahead pays from about this many cells (0.08 s of draws); smaller bootstraps draw at once.
 AHEAD_MIN_CELLS = 1 << 24
 # The shared memory at most (resamples x units / 2 bytes): 50 MB at 10,000 x 10,000.
@@ -111,7 +112,7 @@ class DrawnAhead:
             if self._ready is None:
                 try:
                     _, status = os.waitpid(self._pid, 0)
-                    self._ready = status == 0 and self._memory is not None
+                    self._ready = status == 0
                 except ChildProcessError:
                     self._ready = False
             return self._ready
@@ -123,25 +124,25 @@ class DrawnAhead:
             return False
         rows, n_units = out.shape
         packed = self._packed[first_row : first_row + rows]
-        out[:, 0::2] = packed & PACKED_MAX
+        out[:, 0::2] = packed & _LOW_BITS
         out[:, 1::2] = packed[:, : n_units // 2] >> 4
         return True
 
     def close(self) -> None:
-        """End the child if it still runs, reap it, and unmap the counts."""
+        """End the child if it still runs, reap it, and unmap the counts (once)."""
         with self._lock:
+            if self._memory is None:
+                return
             if self._ready is None:
                 with contextlib.suppress(ProcessLookupError, ChildProcessError):
                     os.kill(self._pid, signal.SIGKILL)
                     os.waitpid(self._pid, 0)
-                self._ready = False
-            if self._memory is not None:
-                del self._packed
-                # A view still alive keeps it mapped until the process ends.
-                with contextlib.suppress(BufferError):
-                    self._memory.close()
-                self._memory = None
-                self._ready = False
+            self._ready = False
+            del self._packed
+            # A view still alive keeps it mapped until the process ends.
+            with contextlib.suppress(BufferError):
+                self._memory.close()
+            self._memory = None
 
 
 def draw_ahead(seed: int, n_units: int, resamples: int) -> DrawnAhead | None:

@@ -131,16 +131,14 @@ def _exact_grid(values: np.ndarray, max_multiplier: float) -> tuple[np.ndarray, 
         exponent = math.ceil(math.log2(top)) + math.ceil(math.log2(max(max_multiplier, 1.0))) - 52
         # Below 2^-1074 there is no float64 grid: subnormal columns are already on the finest one.
         steps[j] = 2.0 ** max(exponent, -1074)
-    # All gridded columns at once (the same operations on every value as column by column).
-    gridded = np.flatnonzero(steps)
-    if gridded.size == values.shape[1]:
-        out = np.round(values / steps)
-        out *= steps
-        return out, steps
-    out = values.copy()
-    if gridded.size:
-        step = steps[gridded]
-        out[:, gridded] = np.round(values[:, gridded] / step) * step
+    # Every column at once (the same operations on each value as column by column); those
+    # without a grid are put back as they were.
+    scale = np.where(steps > 0, steps, 1.0)
+    out = np.round(values / scale)
+    out *= scale
+    ungridded = steps == 0
+    if ungridded.any():
+        out[:, ungridded] = values[:, ungridded]
     return out, steps
 
 
